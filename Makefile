@@ -1,0 +1,75 @@
+# Memoir developer entry points. Every install step lives here: `make run` and `make test` work
+# as root on a fresh machine with only python3.11, the PostgreSQL 15 server binaries and apt.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.requirements.stamp
+PYTHON_BOOT := $(shell command -v python3.11 2>/dev/null || command -v python3)
+PYTEST_ARGS ?=
+
+# Playwright drives Debian's /usr/bin/chromium; never download a browser build of its own.
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+
+.PHONY: help venv services migrate run browser test lint down clean bench
+
+help:
+	@echo "make run       venv + embedded services + migrate + bootstrap + web/worker/beat"
+	@echo "make test      venv + services + chromium, then ruff and pytest (PYTEST_ARGS=...)"
+	@echo "make services  start embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL are set"
+	@echo "make down      stop embedded services;  make clean  also removes var/"
+	@echo "make lint | migrate | browser | bench | venv"
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt
+	@if [ ! -x $(PY) ]; then \
+		echo "creating $(VENV) with $(PYTHON_BOOT)"; \
+		$(PYTHON_BOOT) -m venv $(VENV); \
+	fi
+	$(PY) -m pip install --disable-pip-version-check --quiet --upgrade pip
+	$(PY) -m pip install --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+services: venv
+	scripts/services.sh up
+
+migrate: venv services
+	$(PY) manage.py migrate --noinput
+
+run: venv services migrate
+	$(PY) manage.py memoir_bootstrap
+	$(PY) manage.py collectstatic --noinput
+	exec $(PY) scripts/run_stack.py
+
+browser:
+	@if [ -x /usr/bin/chromium ]; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	else \
+		echo "warning: /usr/bin/chromium is missing and we are not root; browser tests will fail or skip" >&2; \
+	fi
+
+test: venv services browser
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+down:
+	scripts/services.sh down
+
+clean: down
+	scripts/services.sh purge
+
+bench: venv services
+	@for f in bench/*.py; do \
+		[ -e "$$f" ] || continue; \
+		case "$$(basename "$$f")" in _*) continue ;; esac; \
+		echo "== $$f"; \
+		$(PY) "$$f"; \
+	done

@@ -1,0 +1,1 @@
+"""The /v1 HTTP surface: views, strict bodies, errors and encoding."""

@@ -1,0 +1,142 @@
+"""The one base view for /v1: authentication → admission → access → method → body → route → work,
+in exactly that order (api.md §1.4), with one ledger row per request and one error shape."""
+import logging
+
+from django.db import DatabaseError
+from django.http.request import RawPostDataException
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework.views import APIView
+
+from governance import audit
+from memory.errors import DomainError
+
+from . import admission, authentication
+from .errors import ApiError, error_response, json_response
+from .jsonbody import Obj, check_shape, decode_body
+
+logger = logging.getLogger(__name__)
+
+# Ops a read_only credential may call (api.md §1.3); any op not listed, including future ones, is refused.
+READ_ONLY_OPS = frozenset({
+    "freshness", "recall", "context.assemble", "export", "citation.resolve", "message.get", "record.list",
+    "record.history", "entity.list", "entity.get", "embedding.search", "entity_embedding.search",
+    "report_embedding.search", "artifact.get", "artifact.list", "subject.get", "subject.list", "feedback.list",
+    "notification.list", "notification.deliveries",
+})
+
+
+class Result:
+    """A route's answer: the body, its status, the ledger magnitude, and whether the route audited itself."""
+
+    def __init__(self, data, *, status=200, magnitude=0, audited=False):
+        self.data = data
+        self.status = status
+        self.magnitude = magnitude
+        self.audited = audited
+
+
+def _database_capacity_error(exc):
+    cause = exc.__cause__ or exc
+    return getattr(cause, "sqlstate", None) == "53300" or "too many clients" in str(cause)
+
+
+class V1View(APIView):
+    """Subclasses set `op`, `method`, `shape` (an Obj for POST bodies) and implement `handle`."""
+
+    op = None
+    method = "POST"
+    shape = None
+    reads_body = True
+
+    @classmethod
+    def as_view(cls, **initkwargs):
+        return csrf_exempt(super().as_view(**initkwargs))
+
+    def dispatch(self, request, *args, **kwargs):
+        # DRF's own pipeline (negotiation, parsers, permissions before throttles) is replaced whole.
+        self.headers = {}
+        caller = None
+        try:
+            caller = authentication.authenticate(request)
+        except DatabaseError as exc:
+            return self._server_failure(exc, None)
+        if caller is None:
+            authentication.record_refused_authentication()
+            return error_response(ApiError(401, "unauthenticated"))
+        authentication.touch_last_used(caller)
+        ticket = admission.admit(caller)
+        if ticket is None:
+            return self._refuse(caller, ApiError(429, "rate_limited", retry_after=1))
+        try:
+            return self._serve(request, caller)
+        finally:
+            ticket.release()
+
+    def _serve(self, request, caller):
+        op = self.op
+        if caller.access != "read_write" and op not in READ_ONLY_OPS:
+            return self._refuse(caller, ApiError(403, "forbidden"))
+        if request.method != self.method:
+            response = self._refuse(caller, ApiError(405, "method_not_allowed"))
+            response["Allow"] = self.method
+            return response
+        try:
+            body = self._read_body(request) if self.method == "POST" and self.reads_body else {}
+            result = self.handle(caller, body)
+        except ApiError as err:
+            return self._refuse(caller, err)
+        except DomainError as err:
+            return self._refuse(caller, ApiError(err.status, err.code, err.message))
+        except DatabaseError as exc:
+            return self._server_failure(exc, caller)
+        except Exception:
+            logger.exception("unhandled error in %s", op)
+            self._audit(caller, "refused", 0)
+            return error_response(ApiError(500, "internal"))
+        if not result.audited:
+            self._audit(caller, "allowed", result.magnitude)
+        return json_response(result.data, status=result.status)
+
+    def _read_body(self, request):
+        try:
+            raw = request.body
+        except (RawPostDataException, Exception) as exc:  # RequestDataTooBig and friends
+            raise ApiError(400, "invalid_body") from exc
+        body = decode_body(raw)
+        if self.shape is not None:
+            body = check_shape(body, self.shape)
+        return body
+
+    def handle(self, caller, body):
+        raise NotImplementedError
+
+    def _audit(self, caller, outcome, magnitude):
+        audit.record_best_effort(self.op, caller.credential_id, "credential", caller.project, magnitude, outcome)
+
+    def _refuse(self, caller, err):
+        self._audit(caller, "refused", 0)
+        return error_response(err)
+
+    def _server_failure(self, exc, caller):
+        if caller is not None:
+            self._audit(caller, "refused", 0)
+        if _database_capacity_error(exc):
+            return error_response(ApiError(503, "no_database_capacity", retry_after=1))
+        logger.error("database error: %s", type(exc).__name__)
+        return error_response(ApiError(500, "internal"))
+
+
+class UnknownRouteView(V1View):
+    """Any other /v1 path: authenticated first, then 404 and a refused route.unknown row."""
+
+    op = "route.unknown"
+
+    def dispatch(self, request, *args, **kwargs):
+        caller = authentication.authenticate(request)
+        if caller is None:
+            authentication.record_refused_authentication()
+            return error_response(ApiError(401, "unauthenticated"))
+        return self._refuse(caller, ApiError(404, "not_found"))
+
+
+EMPTY = Obj({})

@@ -1,0 +1,27 @@
+"""The /v1 routes. Each view validates its body and calls one service or selector."""
+from memory import selectors, services
+from formation.kick import kick_drain
+
+from .base import Result, UnknownRouteView, V1View  # noqa: F401 - UnknownRouteView is routed in urls
+from .turns import OBSERVATION_SHAPE, clean_turn
+
+
+class ObservationsView(V1View):
+    op = "observe"
+    shape = OBSERVATION_SHAPE
+
+    def handle(self, caller, body):
+        messages, subject, occurred_at, key = clean_turn(body)
+        receipt = services.observe(
+            project=caller.project, messages=messages, data_subject_id=subject, occurred_at=occurred_at,
+            idempotency_key=key, retention_days=caller.retention_days, on_stored=kick_drain)
+        data = {"id": receipt.id, "scope": receipt.scope, "log_offset": receipt.log_offset}
+        return Result(data, status=201, magnitude=receipt.messages)
+
+
+class FreshnessView(V1View):
+    op = "freshness"
+    method = "GET"
+
+    def handle(self, caller, body):
+        return Result(selectors.freshness(project=caller.project).as_dict())

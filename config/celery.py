@@ -1,0 +1,26 @@
+"""The Celery app and its code-declared beat schedule (formation.md §3).
+
+Celery only kicks work: PostgreSQL is the queue, so a lost message delays formation and loses nothing.
+"""
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+app = Celery("memoir")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = (Queue("default"), Queue("formation"))
+app.conf.task_routes = {
+    "formation.tasks.drain_project": {"queue": "formation"},
+    "formation.tasks.compaction_pass": {"queue": "formation"},
+}
+app.conf.beat_schedule = {
+    "formation-sweep": {
+        "task": "formation.tasks.sweep",
+        "schedule": float(os.environ.get("MEMOIR_FORMATION_INTERVAL", "5")),
+        "options": {"expires": 5},
+    },
+}
+app.autodiscover_tasks()

@@ -1,0 +1,7 @@
+"""Settings for the test suite."""
+from .base import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Tests park turns after 6 attempts without waiting out the backoff.
+MEMOIR_FORMATION_BACKOFF = env.float("MEMOIR_FORMATION_BACKOFF", default=0.0)  # noqa: F405
+MEMOIR_EXTRACTOR = env("MEMOIR_EXTRACTOR", default="rules")  # noqa: F405

@@ -1,0 +1,11 @@
+"""Top-level URLs: the /v1 API, health probes and the operator console."""
+from django.urls import include, path
+
+from api import health
+
+urlpatterns = [
+    path("health", health.health),
+    path("ready", health.ready),
+    path("v1", include("api.urls")),
+    path("", include("governance.console_urls")),
+]

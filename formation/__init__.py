@@ -1,0 +1,1 @@
+"""Formation: turning stored turns into cited facts, with every refusal recorded."""

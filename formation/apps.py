@@ -1,0 +1,6 @@
+"""App config for formation."""
+from django.apps import AppConfig
+
+
+class FormationConfig(AppConfig):
+    name = "formation"

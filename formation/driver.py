@@ -1,0 +1,290 @@
+"""The formation driver (formation.md §2): the database is the queue.
+
+claim → form → record outcome, one drain per project at a time, no transaction open during a model call.
+"""
+import logging
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connection, transaction
+
+from governance import audit
+from memory.errors import NotFound
+from memory.services import recompute_watermark
+
+from . import vocabulary as vocab
+from .claims import Claim, Source, assert_claim, reject_claim
+from .gates import Admitted, judge
+from .proposals import Message, ProposerError
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 6
+MAX_ERROR_CHARS = 2000
+
+
+@dataclass
+class DrainStats:
+    turns_formed: int = 0
+    turns_failed: int = 0
+    turns_parked: int = 0
+    facts: int = 0
+    refusals: int = 0
+    locked_out: bool = False
+    out_of_time: bool = False
+    outcomes: list = field(default_factory=list)
+
+
+class TurnFailure(Exception):
+    """This attempt failed; the turn stays unformed and is retried after its backoff."""
+
+
+class PinMismatch(Exception):
+    """The turn was pinned to another extractor: retrying cannot help, so it parks at once."""
+
+
+_proposer_cache = {}
+
+
+def current_proposer():
+    """The configured proposer, built once per process (a bad configuration fails loudly here)."""
+    if "proposer" not in _proposer_cache:
+        from .extractor import build_proposer
+
+        v = vocab.load()
+        _proposer_cache["proposer"] = build_proposer(vocabulary=v.predicates, unresolvable=v.unresolvable_terms)
+    return _proposer_cache["proposer"]
+
+
+def _heartbeat(column, *, failure=False):
+    with connection.cursor() as cursor:
+        extra = ", failures = failures + 1" if failure else ""
+        passes = ", passes = passes + 1" if column == "last_pass_at" else ""
+        cursor.execute(f"UPDATE formation_heartbeat SET {column} = now(){extra}{passes} WHERE id = 1")
+
+
+def projects_with_backlog():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT scope FROM observation"
+                       " WHERE kind = 'turn' AND formed_at IS NULL AND parked_at IS NULL")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def sweep(kick):
+    """One pass of the periodic sweep: note the heartbeat and kick a drain for every project with work."""
+    _heartbeat("last_pass_at")
+    projects = projects_with_backlog()
+    for project in projects:
+        kick(project)
+    return projects
+
+
+def claim(project):
+    """Claim the oldest eligible turn, counting the attempt now (formation.md §2.3)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE observation SET formation_attempts = formation_attempts + 1, formation_failed_at = now()"
+            " WHERE observation_id = ("
+            "  SELECT observation_id FROM observation"
+            "  WHERE scope = %s AND kind = 'turn' AND formed_at IS NULL AND parked_at IS NULL"
+            "   AND (formation_failed_at IS NULL OR formation_failed_at < now()"
+            "        - make_interval(secs => %s) * power(2, least(formation_attempts - 1, 6)))"
+            "  ORDER BY log_offset FOR UPDATE SKIP LOCKED LIMIT 1)"
+            " RETURNING observation_id, log_offset, formation_attempts",
+            [project, float(settings.MEMOIR_FORMATION_BACKOFF)],
+        )
+        return cursor.fetchone()
+
+
+def _pin(project, observation_id, version):
+    """Pin the extractor on first formation; a turn pinned to another one parks (formation.md §10)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT extractor_version FROM observation WHERE scope = %s AND observation_id = %s"
+                       " FOR NO KEY UPDATE", [project, str(observation_id)])
+        row = cursor.fetchone()
+        if row is None:
+            return False
+        pinned = row[0]
+        if pinned is None:
+            cursor.execute(
+                "SELECT EXISTS (SELECT 1 FROM fact_evidence WHERE source_observation_id = %s AND extractor_version <> %s)"
+                " OR EXISTS (SELECT 1 FROM rejected_claim WHERE source_observation_id = %s AND extractor_version <> %s)",
+                [str(observation_id), version, str(observation_id), version])
+            if cursor.fetchone()[0]:
+                raise PinMismatch("the turn already holds readings from another extractor")
+            cursor.execute("UPDATE observation SET extractor_version = %s WHERE observation_id = %s",
+                           [version, str(observation_id)])
+        elif pinned != version:
+            raise PinMismatch(f"the turn is pinned to {pinned}; the running extractor is {version}")
+    return True
+
+
+def _messages(observation_id):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT m.ordinal, m.role, m.content, m.occurred_at, o.data_subject_id FROM turn_message m"
+            " JOIN observation o ON o.observation_id = m.observation_id"
+            " WHERE m.observation_id = %s ORDER BY m.ordinal", [str(observation_id)])
+        return cursor.fetchall()
+
+
+def form_turn(project, observation_id, proposer, *, deadline=None, stats=None):
+    """Propose, judge and store every message of one turn. Raises TurnFailure or PinMismatch."""
+    stats = stats if stats is not None else DrainStats()
+    if not _pin(project, observation_id, proposer.version):
+        return False
+    v = vocab.load()
+    for ordinal, role, content, occurred_at, subject in _messages(observation_id):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TurnFailure("formation exceeded its turn budget")
+        try:
+            proposals = proposer.propose(Message(role=role, content=content), v.predicates)
+        except ProposerError as exc:
+            raise TurnFailure(str(exc)) from None
+        source = Source(project=project, observation_id=str(observation_id), ordinal=ordinal, role=role,
+                        data_subject_id=subject, occurred_at=occurred_at, extractor_version=proposer.version)
+        admitted_keys = set()
+        for proposal in proposals:
+            verdict = judge(proposal, content=content, vocabulary=v.by_name, unresolvable=v.unresolvable,
+                            admitted=admitted_keys)
+            reason = getattr(verdict, "reason", None)
+            if isinstance(verdict, Admitted):
+                claim_ = Claim(
+                    predicate=verdict.predicate.name, cardinality=verdict.predicate.cardinality,
+                    subject=proposal.subject, object=proposal.object, statement=proposal.statement,
+                    confidence=verdict.confidence, subject_type=verdict.subject_type,
+                    object_type=verdict.object_type, quote=verdict.quote, byte_start=verdict.byte_start,
+                    byte_end=verdict.byte_end)
+                outcome, value = assert_claim(source=source, claim=claim_, speaker_terms=v.speaker_terms)
+                if outcome == "gone":
+                    return False
+                if outcome == "fact":
+                    stats.facts += 1
+                    continue
+                if outcome != "refused":
+                    continue
+                reason = value
+            reject_claim(source=source, predicate=proposal.predicate, subject=proposal.subject,
+                         object=proposal.object, statement=proposal.statement, quote=proposal.quote, reason=reason)
+            stats.refusals += 1
+    return True
+
+
+def mark_formed(project, observation_id):
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE observation SET formed_at = now() WHERE observation_id = %s AND formed_at IS NULL"
+                       " AND parked_at IS NULL", [str(observation_id)])
+        if cursor.rowcount:
+            recompute_watermark(cursor, project)
+
+
+def record_failure(project, observation_id, error, *, park_now=False):
+    """Note a failed attempt; park after MAX_ATTEMPTS (or at once). Returns True when parked."""
+    error = (error or "formation failed")[:MAX_ERROR_CHARS]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE observation SET formation_failed_at = now(), formation_error = %s"
+            " WHERE observation_id = %s AND formed_at IS NULL AND parked_at IS NULL RETURNING formation_attempts",
+            [error, str(observation_id)])
+        row = cursor.fetchone()
+        if row is None:
+            return False
+        if park_now or row[0] >= MAX_ATTEMPTS:
+            cursor.execute("UPDATE observation SET parked_at = now() WHERE observation_id = %s",
+                           [str(observation_id)])
+            recompute_watermark(cursor, project)
+            return True
+    return False
+
+
+def unpark(*, project, observation_id, principal, principal_kind="operator", kick=None):
+    """Put a parked turn back in the queue, in one transaction with its ledger row (formation.md §2.5)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE observation SET parked_at = NULL, formation_attempts = 0, formation_failed_at = NULL,"
+            " formation_error = NULL WHERE scope = %s AND observation_id = %s AND parked_at IS NOT NULL",
+            [project, str(observation_id)])
+        if cursor.rowcount == 0:
+            raise NotFound("not_found", "that turn is not parked")
+        recompute_watermark(cursor, project)
+        audit.record("formation.unpark", principal, principal_kind, project, 1)
+        if kick is not None:
+            transaction.on_commit(lambda: kick(project), robust=True)
+
+
+def _try_lock(project):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended('memoir:formation:' || %s, 0))", [project])
+        return cursor.fetchone()[0]
+
+
+def _unlock(project):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(hashtextextended('memoir:formation:' || %s, 0))", [project])
+
+
+def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
+    """Form turns of one project until none can be claimed. Returns DrainStats."""
+    stats = DrainStats()
+    proposer = proposer or current_proposer()
+    run_budget = settings.MEMOIR_FORMATION_RUN_BUDGET if run_budget is None else run_budget
+    turn_budget = settings.MEMOIR_FORMATION_TURN_BUDGET if turn_budget is None else turn_budget
+    if not _try_lock(project):
+        stats.locked_out = True
+        return stats
+    started = time.monotonic()
+    try:
+        while True:
+            if time.monotonic() - started > run_budget:
+                stats.out_of_time = True
+                break
+            claimed = claim(project)
+            if claimed is None:
+                break
+            observation_id, log_offset, attempts = claimed
+            if attempts > MAX_ATTEMPTS:
+                # The previous attempt never reported back (a crash loop): park instead of retrying forever.
+                record_failure(project, observation_id, f"formation did not complete after {MAX_ATTEMPTS} attempts",
+                               park_now=True)
+                stats.turns_parked += 1
+                continue
+            _form_one(project, observation_id, proposer, time.monotonic() + turn_budget, stats)
+    finally:
+        _unlock(project)
+    return stats
+
+
+def _form_one(project, observation_id, proposer, deadline, stats):
+    try:
+        formed = form_turn(project, observation_id, proposer, deadline=deadline, stats=stats)
+    except PinMismatch as exc:
+        record_failure(project, observation_id, str(exc), park_now=True)
+        stats.turns_parked += 1
+        return
+    except (TurnFailure, DatabaseError) as exc:
+        # A database error's text can quote row values, so only its class and SQLSTATE are kept.
+        text = str(exc) if isinstance(exc, TurnFailure) else _describe_database_error(exc)
+        parked = record_failure(project, observation_id, text)
+        stats.turns_failed += 1
+        stats.turns_parked += int(parked)
+        _heartbeat("last_failure_at", failure=True)
+        return
+    if formed:
+        mark_formed(project, observation_id)
+        stats.turns_formed += 1
+        _heartbeat("last_progress_at")
+
+
+def _describe_database_error(exc):
+    sqlstate = getattr(exc.__cause__, "sqlstate", None)
+    return f"database error {type(exc).__name__}" + (f" (SQLSTATE {sqlstate})" if sqlstate else "")
+
+
+def drain_task_body(project):
+    """What the Celery task runs: one connection for the whole run, closed only at the ends."""
+    close_old_connections()
+    try:
+        return drain(project)
+    finally:
+        close_old_connections()

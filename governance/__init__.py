@@ -1,0 +1,1 @@
+"""Governance: projects, credentials, erasure, export, retention and the audit ledger."""

@@ -1,0 +1,36 @@
+"""`memoir_bootstrap`: what `make run` needs on first start: a default project, an admin login and one
+read-write token, each created once and printed once. Later runs create nothing and say so."""
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from governance import audit, services
+from governance.models import Credential, Project
+
+
+class Command(BaseCommand):
+    help = "Create the default project, an admin login and a project token (each only once)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", default="default")
+        parser.add_argument("--admin", default="admin")
+
+    def handle(self, *args, project, admin, **options):
+        if not Project.objects.filter(name=project).exists():
+            services.create_project(name=project, label="Default project", principal=audit.CLI_PRINCIPAL)
+            self.stdout.write(f"created project {project}")
+        users = get_user_model()
+        if not users.objects.filter(username=admin).exists():
+            password = secrets.token_urlsafe(12)
+            users.objects.create_superuser(username=admin, email="", password=password)
+            self.stdout.write(f"console login (shown once): http://127.0.0.1:8000/console/  user {admin}"
+                              f"  password {password}")
+        if not Credential.objects.filter(project_id=project, revoked_at__isnull=True).exists():
+            credential, token = services.issue_credential(project=project, name="make-run",
+                                                          principal=audit.CLI_PRINCIPAL)
+            self.stdout.write(f"read-write token for project {project} (shown once): {token}")
+            self.stdout.write(f"  export TOKEN={token}")
+        else:
+            self.stdout.write(f"project {project} already has a live credential; issue another with:"
+                              f" ./manage.py memoir_credential issue NAME --project {project}")

@@ -1,0 +1,104 @@
+"""Governance writes: projects, credentials and their ledger rows (governance.md §5–§6).
+
+Every mutation writes its audit row inside its own transaction, so a failed ledger insert undoes it.
+"""
+import re
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.errors import Conflict, Invalid, NotFound
+
+from . import audit, tokens
+from .models import PROJECT_NAME_RE, Credential, Project
+
+
+def create_project(*, name, label=None, retention_days=None, principal, principal_kind="operator"):
+    if not re.match(PROJECT_NAME_RE, name or ""):
+        raise Invalid("invalid_project", "a project name is a lowercase letter then up to 62 of a-z, 0-9, _")
+    _check_retention(retention_days)
+    label = (label or "").strip() or name
+    with transaction.atomic():
+        if Project.objects.filter(name=name).exists():
+            raise Conflict("project_exists", f"project {name} already exists")
+        project = Project.objects.create(name=name, label=label, retention_days=retention_days)
+        audit.record("project.create", principal, principal_kind, name, 1)
+    return project
+
+
+def _check_retention(retention_days):
+    if retention_days is not None and not (1 <= int(retention_days) <= 36500):
+        raise Invalid("invalid_retention", "retention is 1 to 36500 days, or indefinite")
+
+
+def _locked_project(name):
+    try:
+        return Project.objects.select_for_update().get(name=name)
+    except Project.DoesNotExist:
+        raise NotFound("not_found", f"no project {name}") from None
+
+
+def suspend_project(*, name, principal, principal_kind="operator"):
+    with transaction.atomic():
+        project = _locked_project(name)
+        if project.suspended_at is None:
+            Project.objects.filter(name=name).update(suspended_at=timezone.now())
+        audit.record("project.suspend", principal, principal_kind, name, 1)
+    return Project.objects.get(name=name)
+
+
+def resume_project(*, name, principal, principal_kind="operator"):
+    with transaction.atomic():
+        _locked_project(name)
+        Project.objects.filter(name=name).update(suspended_at=None)
+        audit.record("project.resume", principal, principal_kind, name, 1)
+    return Project.objects.get(name=name)
+
+
+def set_project_retention(*, name, retention_days, principal, principal_kind="operator"):
+    """Set retention in days (None = indefinite). Affects only turns appended from now on."""
+    _check_retention(retention_days)
+    with transaction.atomic():
+        _locked_project(name)
+        Project.objects.filter(name=name).update(retention_days=retention_days)
+        audit.record("project.retention", principal, principal_kind, name, 1)
+    return Project.objects.get(name=name)
+
+
+def set_project_label(*, name, label):
+    """Labels are display text only; no ledger op exists for them."""
+    label = (label or "").strip()
+    if not label:
+        raise Invalid("invalid_project", "a label cannot be empty")
+    Project.objects.filter(name=name).update(label=label)
+
+
+def issue_credential(*, project, name, access="read_write", principal, principal_kind="operator"):
+    """Create a credential and return (credential, token). The token is shown once and never stored."""
+    name = (name or "").strip()
+    if not name or len(name) > 128:
+        raise Invalid("invalid_credential", "a credential name is 1 to 128 characters")
+    if access not in ("read_only", "read_write"):
+        raise Invalid("invalid_credential", "access is read_only or read_write")
+    token = tokens.new_token()
+    with transaction.atomic():
+        owner = _locked_project(project)
+        if owner.suspended_at is not None:
+            raise Conflict("project_suspended", f"project {project} is suspended")
+        credential = Credential.objects.create(
+            project=owner, name=name, access=access, token_digest=tokens.digest(token),
+            token_prefix=token[: tokens.PREFIX_LENGTH])
+        audit.record("credential.issue", principal, principal_kind, project, 1)
+    return credential, token
+
+
+def revoke_credential(*, credential_id, principal, principal_kind="operator"):
+    with transaction.atomic():
+        try:
+            credential = Credential.objects.select_for_update().get(credential_id=credential_id)
+        except (Credential.DoesNotExist, ValueError):
+            raise NotFound("not_found", "no such credential") from None
+        if credential.revoked_at is None:
+            Credential.objects.filter(credential_id=credential_id).update(revoked_at=timezone.now())
+        audit.record("credential.revoke", principal, principal_kind, credential.project_id, 1)
+    return Credential.objects.get(credential_id=credential_id)

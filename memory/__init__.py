@@ -1,0 +1,1 @@
+"""Memory: the source log, the vocabulary and what formation derives from it."""

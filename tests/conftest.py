@@ -1,0 +1,75 @@
+"""Shared fixtures. Tests that need committed data (live servers, workers, concurrency) never use
+pytest-django's flushing fixtures: they work in their own fresh project on the session's test database."""
+import uuid
+
+import httpx
+import pytest
+from django.conf import settings
+
+from tests.support.processes import RedisProcess, WebServer, service_env
+
+
+def unique_name(prefix="t"):
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def new_project(db):
+    """A project and a read-write token inside the test's transaction (rolled back afterwards)."""
+    from governance import services
+
+    name = unique_name()
+    services.create_project(name=name, principal="cli")
+    _, token = services.issue_credential(project=name, name="test", principal="cli")
+    return name, token
+
+
+@pytest.fixture(scope="session")
+def test_database_name(django_db_setup):
+    return settings.DATABASES["default"]["NAME"]
+
+
+@pytest.fixture(scope="session")
+def committed(django_db_blocker):
+    """A context for writing committed rows from a test that holds no test transaction."""
+    return django_db_blocker.unblock
+
+
+@pytest.fixture(scope="session")
+def session_redis():
+    redis = RedisProcess().start()
+    yield redis
+    redis.stop()
+
+
+@pytest.fixture(scope="session")
+def live_server_url(test_database_name, session_redis):
+    server = WebServer(service_env(test_database_name, session_redis.url)).start()
+    yield server.url
+    server.stop()
+
+
+def make_project(committed, *, access="read_write", retention_days=None):
+    from governance import services
+
+    name = unique_name()
+    with committed():
+        services.create_project(name=name, retention_days=retention_days, principal="cli")
+        credential, token = services.issue_credential(project=name, name="test", access=access, principal="cli")
+    return name, token, str(credential.credential_id)
+
+
+@pytest.fixture
+def live_project(committed):
+    name, token, _ = make_project(committed)
+    return name, token
+
+
+@pytest.fixture
+def api(live_server_url, live_project):
+    """An httpx client bound to the live server with a fresh project's token."""
+    name, token = live_project
+    with httpx.Client(base_url=live_server_url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
+        client.project = name
+        client.token = token
+        yield client
