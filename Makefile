@@ -10,6 +10,21 @@ STAMP := $(VENV)/.requirements.stamp
 PYTHON_BOOT := $(shell command -v python3.11 2>/dev/null || command -v python3)
 PYTEST_ARGS ?=
 
+# Django's settings default to the embedded services on 5433/6390. When MEMOIR_PG_PORT or
+# MEMOIR_REDIS_PORT move them (and no URL is given), hand the matching URL to the Django-side
+# commands only: scripts/services.sh must still see DATABASE_URL/REDIS_URL unset to start them.
+APP_ENV := env
+ifndef DATABASE_URL
+ifdef MEMOIR_PG_PORT
+APP_ENV += DATABASE_URL=postgres://postgres@127.0.0.1:$(MEMOIR_PG_PORT)/memoir
+endif
+endif
+ifndef REDIS_URL
+ifdef MEMOIR_REDIS_PORT
+APP_ENV += REDIS_URL=redis://127.0.0.1:$(MEMOIR_REDIS_PORT)/0
+endif
+endif
+
 # Playwright drives Debian's /usr/bin/chromium; never download a browser build of its own.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
@@ -37,12 +52,12 @@ services: venv
 	scripts/services.sh up
 
 migrate: venv services
-	$(PY) manage.py migrate --noinput
+	$(APP_ENV) $(PY) manage.py migrate --noinput
 
 run: venv services migrate
-	$(PY) manage.py memoir_bootstrap
-	$(PY) manage.py collectstatic --noinput
-	exec $(PY) scripts/run_stack.py
+	$(APP_ENV) $(PY) manage.py memoir_bootstrap
+	$(APP_ENV) $(PY) manage.py collectstatic --noinput
+	exec $(APP_ENV) $(PY) scripts/run_stack.py
 
 browser:
 	@if [ -x /usr/bin/chromium ]; then \
@@ -55,7 +70,7 @@ browser:
 
 test: venv services browser
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(APP_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -71,5 +86,5 @@ bench: venv services
 		[ -e "$$f" ] || continue; \
 		case "$$(basename "$$f")" in _*) continue ;; esac; \
 		echo "== $$f"; \
-		$(PY) "$$f"; \
+		$(APP_ENV) $(PY) "$$f"; \
 	done

@@ -2,7 +2,7 @@
 from memory.closed_sets import ROLES
 
 from .errors import ApiError
-from .jsonbody import STR, TIMESTAMP, UUID_STR, ArrayOf, INT, Obj, canonical_uuid, has_nul, is_blank, utf8_len
+from .jsonbody import INT, STR, TIMESTAMP, UUID_STR, ArrayOf, Obj, canonical_uuid, has_nul, is_blank, utf8_len
 
 MAX_MESSAGES = 64
 MAX_MESSAGE_BYTES = 65_536

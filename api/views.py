@@ -1,6 +1,6 @@
 """The /v1 routes. Each view validates its body and calls one service or selector."""
-from memory import selectors, services
 from formation.kick import kick_drain
+from memory import selectors, services
 
 from .base import Result, UnknownRouteView, V1View  # noqa: F401 - UnknownRouteView is routed in urls
 from .turns import OBSERVATION_SHAPE, clean_turn

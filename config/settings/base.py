@@ -63,7 +63,9 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": env.db("DATABASE_URL", default="postgres://postgres@127.0.0.1:5433/memoir"),
+    "default": env.db(
+        "DATABASE_URL",
+        default=f"postgres://postgres@127.0.0.1:{env.int('MEMOIR_PG_PORT', default=5433)}/memoir"),
 }
 DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 DATABASES["default"].setdefault("OPTIONS", {})
@@ -106,7 +108,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
-REDIS_URL = env("REDIS_URL", default="redis://127.0.0.1:6390/0")
+REDIS_URL = env("REDIS_URL", default=f"redis://127.0.0.1:{env.int('MEMOIR_REDIS_PORT', default=6390)}/0")
 
 # Celery: PostgreSQL is the queue; the broker only carries kicks (formation.md §3).
 CELERY_BROKER_URL = REDIS_URL

@@ -8,3 +8,4 @@ MEMOIR_EXTRACTOR = env("MEMOIR_EXTRACTOR", default="rules")  # noqa: F405
 
 # Parallel test runs (several developers on one machine) each name their own test database.
 DATABASES["default"]["TEST"] = {"NAME": env("MEMOIR_TEST_DB", default="test_memoir")}  # noqa: F405
+WHITENOISE_USE_FINDERS = True

@@ -1,0 +1,379 @@
+"""Recall (recall.md §1–§8): question terms, exact anchoring, the one-statement walk with its evidence,
+and the budgeted bundle. Reads only; no model is called."""
+import unicodedata
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from api.encoding import format_float32, format_ts
+from formation.text import WHITE_SPACE, normalize
+from memory.closed_sets import ROLES
+
+from .errors import Invalid
+from .evidence import CONTEXT_WINDOW, legible
+
+MAX_QUESTION_BYTES = 8192
+MAX_TERMS = 512
+MAX_TERM_BYTES = 32768
+MAX_ANCHORS = 256
+MAX_ROWS = 200  # facts per bundle; callers cannot change it
+FANOUT = 64  # rows kept per direction, per entity, per hop
+MAX_HOPS = 2
+LONGEST_ANCHOR = 4  # tokens in the longest window looked up
+SURFACES = ("facts", "reports", "passages")
+DEFAULT_ROLES = ("user",)
+
+_TRIM = "'-"
+
+
+@dataclass(frozen=True)
+class Controls:
+    """What a recall applies; `surfaces_explicit` records whether the caller named the surfaces."""
+
+    max_characters: int
+    source_roles: tuple
+    hops: int
+    surfaces: tuple
+    themes: bool
+    surfaces_explicit: bool
+
+    def as_dict(self):
+        return {"max_characters": self.max_characters, "max_rows": MAX_ROWS, "source_roles": list(self.source_roles),
+                "hops": self.hops, "surfaces": list(self.surfaces), "themes": self.themes}
+
+
+def _invalid_controls():
+    return Invalid("invalid_recall_controls", "the recall controls are not valid")
+
+
+def _invalid_question(message="the question is not valid"):
+    return Invalid("invalid_question", message)
+
+
+def _closed_list(values, allowed, default):
+    """1..len(allowed) distinct members of `allowed`; None means omitted."""
+    if values is None:
+        return tuple(default)
+    if not values or len(values) > len(allowed) or len(set(values)) != len(values):
+        raise _invalid_controls()
+    if any(value not in allowed for value in values):
+        raise _invalid_controls()
+    return tuple(values)
+
+
+def controls(*, max_characters=None, source_roles=None, hops=None, surfaces=None, themes=None, server_budget):
+    """The applied controls, or Invalid(invalid_recall_controls). Hops are clamped, never refused."""
+    if max_characters is None:
+        max_characters = server_budget
+    elif not 1 <= max_characters <= server_budget:
+        raise _invalid_controls()
+    roles = _closed_list(source_roles, ROLES, DEFAULT_ROLES)
+    chosen = _closed_list(surfaces, SURFACES, SURFACES)
+    return Controls(max_characters=max_characters, source_roles=roles, hops=min(max(hops or 1, 1), MAX_HOPS),
+                    surfaces=chosen, themes=bool(themes), surfaces_explicit=surfaces is not None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Terms (§2)
+
+
+def _separates(ch):
+    if ch in WHITE_SPACE:
+        return True
+    return ch not in _TRIM and unicodedata.category(ch).startswith("P")
+
+
+def _tokens(question):
+    tokens, current = [], []
+    for ch in question:
+        if _separates(ch):
+            if current:
+                tokens.append("".join(current))
+                current = []
+        else:
+            current.append(ch)
+    if current:
+        tokens.append("".join(current))
+    # A token trimmed to nothing keeps its position, so windows never join words that were apart.
+    return [normalize(token.strip(_TRIM)) for token in tokens]
+
+
+def terms(question):
+    """Every 1..4-token window of the question, normalized like entity names, in order of start then
+    length, without empty or repeated windows."""
+    words = _tokens(question)
+    seen = set()
+    out = []
+    for start in range(len(words)):
+        for length in range(1, LONGEST_ANCHOR + 1):
+            if start + length > len(words):
+                break
+            term = " ".join(words[start:start + length])
+            if term and term not in seen:
+                seen.add(term)
+                out.append(term)
+    return out
+
+
+def check_question(question):
+    """The question's terms, or Invalid(invalid_question) past a size limit. Never truncates."""
+    if len(question.encode("utf-8")) > MAX_QUESTION_BYTES:
+        raise _invalid_question("the question is at most 8192 bytes")
+    found = terms(question)
+    if len(found) > MAX_TERMS:
+        raise _invalid_question("the question names too many terms")
+    if sum(len(term.encode("utf-8")) for term in found) > MAX_TERM_BYTES:
+        raise _invalid_question("the question's terms are too long")
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Anchoring (§3)
+
+_ANCHOR_NAMED = (
+    "SELECT e.entity_id::text, e.canonical_name, e.entity_type, e.normalized_name FROM entity e"
+    " WHERE e.scope = %(project)s AND e.identity_kind = 'named' AND e.normalized_name = ANY(%(terms)s::text[])"
+)
+# A named entity anchors a subject's recall only when that subject's turns produced it.
+_ANCHOR_SUBJECT = (
+    " AND EXISTS (SELECT 1 FROM projection_dependency d WHERE d.entity_ref = e.entity_id"
+    " AND d.scope = %(project)s AND d.projection_kind = 'entity' AND d.data_subject_id = %(subject)s)"
+    " UNION ALL"
+    " SELECT e.entity_id::text, e.canonical_name, e.entity_type, 'speaker' FROM entity e"
+    " WHERE e.scope = %(project)s AND e.identity_kind = 'speaker' AND e.speaker_subject_id = %(subject)s"
+)
+
+
+def _anchors(cursor, project, found, subject):
+    sql = _ANCHOR_NAMED + (_ANCHOR_SUBJECT if subject else "") + f" LIMIT {MAX_ANCHORS + 1}"
+    cursor.execute(sql, {"project": project, "terms": found, "subject": subject})
+    rows = cursor.fetchall()
+    if len(rows) > MAX_ANCHORS:
+        raise _invalid_question("the question matches too many entities")
+    rows.sort(key=lambda row: (-len(row[3]), row[1], row[0]))
+    return [{"entity_id": r[0], "name": r[1], "type": r[2], "matched": r[3]} for r in rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# The walk (§4, §5, §6): one statement.
+
+_CURRENT_ORDER = "f.recorded_at DESC, f.fact_id"
+_HISTORIC_ORDER = "(upper_inf(f.valid) AND upper_inf(f.known)) DESC, f.recorded_at DESC, f.fact_id"
+# The fact's state at the knowledge instant: its own row if it was believed then, or an archived one.
+_KNOWN_STATE = (
+    " CROSS JOIN LATERAL (SELECT f.valid WHERE f.known @> %(as_known_at)s::timestamptz"
+    " UNION ALL SELECT h.valid FROM fact_history h"
+    " WHERE h.fact_id = f.fact_id AND h.known @> %(as_known_at)s::timestamptz) st(valid)"
+)
+
+
+def _temporal(as_of, as_known_at):
+    """(state join, state valid expression, temporal predicate, arm order) for the four variants."""
+    if as_known_at is None:
+        if as_of is None:
+            # upper_inf rather than "@> now()": the database clock stamps known, not ours.
+            return "", "f.valid", "upper_inf(f.valid) AND upper_inf(f.known)", _CURRENT_ORDER
+        return "", "f.valid", "f.valid @> %(as_of)s::timestamptz AND upper_inf(f.known)", _HISTORIC_ORDER
+    validity = "upper_inf(st.valid)" if as_of is None else "st.valid @> %(as_of)s::timestamptz"
+    return _KNOWN_STATE, "st.valid", validity, _HISTORIC_ORDER
+
+
+def _arm(here, there, state_join, state_valid, predicate, order, subject):
+    subject_filter = " AND f.data_subject_id = %(subject)s" if subject else ""
+    return (
+        f"(SELECT f.fact_id, f.predicate, f.{there} AS other, {state_valid} AS valid,"
+        f" row_number() OVER (ORDER BY {order}) AS rn"
+        f" FROM fact f{state_join}"
+        f" WHERE f.{here} = w.node AND f.scope = %(project)s AND f.source_role = ANY(%(roles)s::text[])"
+        f"{subject_filter} AND (f.retention_until IS NULL OR f.retention_until > now()) AND {predicate}"
+        f" ORDER BY {order} LIMIT {FANOUT + 1})"
+    )
+
+
+def _walk_sql(*, subject, as_of, as_known_at):
+    state_join, state_valid, predicate, order = _temporal(as_of, as_known_at)
+    forward = _arm("subject_entity_id", "object_entity_id", state_join, state_valid, predicate, order, subject)
+    backward = _arm("object_entity_id", "subject_entity_id", state_join, state_valid, predicate, order, subject)
+    visible = " AND o.data_subject_id = %(subject)s" if subject else ""
+    return f"""
+WITH RECURSIVE walk (node, anchor, hops, path, via, fact_id, valid, from_path, from_via, rn) AS (
+  SELECT a.id, a.id, 0, ARRAY[a.id], ARRAY[]::text[], NULL::uuid, NULL::tstzrange,
+         ARRAY[]::uuid[], ARRAY[]::text[], 0::bigint
+  FROM unnest(%(anchors)s::uuid[]) AS a(id)
+  UNION ALL
+  SELECT s.other, w.anchor, w.hops + 1, w.path || s.other, w.via || s.predicate::text, s.fact_id, s.valid,
+         w.path, w.via, s.rn
+  FROM walk w
+  CROSS JOIN LATERAL ({forward} UNION ALL {backward}) s
+  WHERE w.hops < %(hops)s AND w.rn <= {FANOUT} AND w.node IS NOT NULL AND NOT w.node = ANY(w.from_path)
+),
+reached AS (
+  SELECT DISTINCT ON (fact_id) fact_id, hops, anchor, from_path, from_via, valid
+  FROM walk WHERE hops > 0 AND rn <= {FANOUT}
+  ORDER BY fact_id, hops, anchor
+),
+capped AS (SELECT coalesce(bool_or(rn > {FANOUT}), false) AS capped FROM walk)
+SELECT capped.capped, b.* FROM capped LEFT JOIN LATERAL (
+  SELECT r.fact_id::text, r.hops, r.anchor::text, f.predicate, f.statement, f.confidence, f.source_role,
+         lower(r.valid), upper(r.valid), coalesce(se.canonical_name, ''), coalesce(oe.canonical_name, ''),
+         CASE WHEN r.hops > 1 THEN ARRAY(
+           SELECT coalesce(pe.canonical_name, '') FROM unnest(r.from_path) WITH ORDINALITY AS p(id, n)
+           LEFT JOIN entity pe ON pe.entity_id = p.id ORDER BY p.n) ELSE ARRAY[]::text[] END,
+         r.from_via,
+         ev.source_observation_id::text, ev.source_ordinal, ev.quote, ev.byte_start, ev.byte_end,
+         substring(mb.bytes FROM greatest(0, ev.byte_start - {CONTEXT_WINDOW}) + 1
+                   FOR least(octet_length(mb.bytes), ev.byte_end + {CONTEXT_WINDOW})
+                       - greatest(0, ev.byte_start - {CONTEXT_WINDOW})),
+         greatest(0, ev.byte_start - {CONTEXT_WINDOW}), octet_length(mb.bytes)
+  FROM reached r
+  JOIN fact f ON f.fact_id = r.fact_id
+  CROSS JOIN LATERAL (
+    SELECT ev.source_observation_id, ev.source_ordinal, ev.quote, ev.byte_start, ev.byte_end
+    FROM fact_evidence ev LEFT JOIN observation o ON o.observation_id = ev.source_observation_id
+    WHERE ev.fact_id = r.fact_id{visible}
+    ORDER BY o.log_offset NULLS LAST, ev.source_ordinal, ev.byte_start LIMIT 1
+  ) ev
+  LEFT JOIN turn_message m ON m.observation_id = ev.source_observation_id AND m.ordinal = ev.source_ordinal
+  CROSS JOIN LATERAL (SELECT convert_to(m.content, 'UTF8') AS bytes) mb
+  LEFT JOIN entity se ON se.entity_id = f.subject_entity_id
+  LEFT JOIN entity oe ON oe.entity_id = f.object_entity_id
+  ORDER BY r.hops, f.predicate, r.fact_id
+  LIMIT {MAX_ROWS + 1}
+) b ON true
+"""
+
+
+def walk_statement(*, project, anchors, subject=None, as_of=None, as_known_at=None, source_roles=DEFAULT_ROLES,
+                   hops=1):
+    """The walk's SQL and parameters (also used by the benchmark to time the statement alone)."""
+    sql = _walk_sql(subject=subject, as_of=as_of, as_known_at=as_known_at)
+    params = {"project": project, "anchors": list(anchors), "subject": subject, "as_of": as_of,
+              "as_known_at": as_known_at, "roles": list(source_roles), "hops": hops}
+    return sql, params
+
+
+def _fact(row):
+    (fact_id, hops, anchor, predicate, statement, confidence, role, valid_from, valid_until, subject, obj,
+     path, via, observation_id, ordinal, quote, byte_start, byte_end, window, window_start, message_bytes) = row
+    if window is None:
+        context, context_start, complete = "", byte_start, False
+    else:
+        context, context_start, complete = legible(window, window_start, byte_start, byte_end, message_bytes)
+    return {
+        "fact_id": fact_id, "subject": subject, "predicate": predicate, "object": obj, "statement": statement,
+        "confidence": format_float32(confidence), "valid_from": format_ts(valid_from),
+        "valid_until": format_ts(valid_until), "anchored_on": anchor, "source_role": role, "hops": hops,
+        "path": list(path), "via": list(via), "co_derived_with": [],
+        "evidence": {"observation_id": observation_id or "", "source_ordinal": ordinal, "quote": quote,
+                     "byte_start": byte_start, "byte_end": byte_end, "context": context,
+                     "context_start": context_start, "context_complete": complete},
+    }
+
+
+def _size(fact):
+    texts = [fact["subject"], fact["predicate"], fact["object"], fact["statement"], fact["source_role"],
+             fact["evidence"]["quote"], fact["evidence"]["context"], *fact["path"], *fact["via"]]
+    return sum(len(text) for text in texts)
+
+
+def _mark_co_derived(facts):
+    groups = {}
+    for fact in facts:
+        observation_id = fact["evidence"]["observation_id"]
+        if not observation_id or not fact["subject"]:
+            continue
+        key = (observation_id, fact["evidence"]["source_ordinal"], normalize(fact["subject"]))
+        groups.setdefault(key, []).append(fact)
+    for members in groups.values():
+        for fact in members:
+            fact["co_derived_with"] = [other["fact_id"] for other in members if other["fact_id"] != fact["fact_id"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# The bundle (§7)
+
+
+def _empty_bundle(applied, found=0):
+    return {"controls": applied.as_dict(), "anchors": [], "facts": [], "reports": [], "passages": [],
+            "truncated": False, "characters": 0, "degraded": [],
+            "reach": {"terms": found, "anchored": 0, "named_nothing_known": False, "facts_per_anchor": {}}}
+
+
+@contextmanager
+def _snapshot():
+    """One read-only snapshot for the anchor query and the walk; inside a caller's transaction, that one."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        yield
+
+
+def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_known_at=None):
+    """The bundle for a question. Raises Invalid(invalid_question) past a size or anchor limit."""
+    found = check_question(question)
+    if not found:
+        return _empty_bundle(applied)
+    subject = data_subject_id or None
+    rows, capped = [], False
+    with _snapshot(), connection.cursor() as cursor:
+        anchors = _anchors(cursor, project, found, subject)
+        if "facts" in applied.surfaces and anchors:
+            sql, params = walk_statement(
+                project=project, anchors=[a["entity_id"] for a in anchors], subject=subject, as_of=as_of,
+                as_known_at=as_known_at, source_roles=applied.source_roles, hops=applied.hops)
+            cursor.execute(sql, params)
+            result = cursor.fetchall()
+            capped = bool(result[0][0])
+            rows = [row[1:] for row in result if row[1] is not None]
+    return _compose(applied, found, anchors, rows, capped, subject)
+
+
+def _compose(applied, found, anchors, rows, capped, subject):
+    bundle = _empty_bundle(applied, len(found))
+    degraded = bundle["degraded"]
+
+    def degrade(value):
+        if value not in degraded:
+            degraded.append(value)
+
+    exact = len(anchors)
+    spent = 0
+    if "facts" not in applied.surfaces:
+        # No walk: nothing comes back, but the names the question matched are still counted.
+        bundle["reach"]["anchored"] = exact
+    else:
+        if not anchors and applied.surfaces_explicit:
+            degrade("semantic_anchors")
+        truncated = capped or len(rows) > MAX_ROWS
+        facts = []
+        for row in rows[:MAX_ROWS]:
+            fact = _fact(row)
+            size = _size(fact)
+            if size > applied.max_characters - spent:
+                truncated = True  # the first misfit ends the surface; nothing later is tried
+                break
+            facts.append(fact)
+            spent += size
+        _mark_co_derived(facts)
+        per_anchor = bundle["reach"]["facts_per_anchor"]
+        for fact in facts:
+            per_anchor[fact["anchored_on"]] = per_anchor.get(fact["anchored_on"], 0) + 1
+            if fact["evidence"]["context"] == "":
+                degrade("citation_context")
+        bundle.update(anchors=anchors, facts=facts, truncated=truncated)
+        bundle["reach"]["anchored"] = exact
+    bundle["characters"] = spent
+    # v1 has no embedding model: reports and passages are never served, only reported when asked for.
+    if "reports" in applied.surfaces and (applied.themes or exact == 0):
+        if subject:
+            degrade("reports_withheld_for_subject")
+        elif applied.surfaces_explicit:
+            degrade("reports")
+    if "passages" in applied.surfaces and spent < applied.max_characters and applied.surfaces_explicit:
+        degrade("passages")
+    bundle["reach"]["named_nothing_known"] = bundle["reach"]["terms"] > 0 and bundle["reach"]["anchored"] == 0
+    return bundle
