@@ -53,7 +53,7 @@ def current_proposer():
         from .extractor import build_proposer
 
         v = vocab.load()
-        _proposer_cache["proposer"] = build_proposer(vocabulary=v.predicates, unresolvable=v.unresolvable_terms)
+        _proposer_cache["proposer"] = build_proposer(vocabulary=v.predicates, unresolvable=sorted(v.unresolvable))
     return _proposer_cache["proposer"]
 
 
@@ -80,19 +80,23 @@ def sweep(kick):
     return projects
 
 
-def claim(project):
-    """Claim the oldest eligible turn, counting the attempt now (formation.md §2.3)."""
+def claim(project, *, skip=()):
+    """Claim the oldest eligible turn, counting the attempt now (formation.md §2.3).
+
+    `skip` holds turns that already failed in this drain: one drain makes at most one attempt per turn,
+    so a zero backoff cannot spin a failing turn straight into parking."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "UPDATE observation SET formation_attempts = formation_attempts + 1, formation_failed_at = now()"
             " WHERE observation_id = ("
             "  SELECT observation_id FROM observation"
             "  WHERE scope = %s AND kind = 'turn' AND formed_at IS NULL AND parked_at IS NULL"
-            "   AND (formation_failed_at IS NULL OR formation_failed_at < now()"
+            "   AND (formation_failed_at IS NULL OR formation_failed_at <= now()"
             "        - make_interval(secs => %s) * power(2, least(formation_attempts - 1, 6)))"
+            "   AND observation_id <> ALL(%s::uuid[])"
             "  ORDER BY log_offset FOR UPDATE SKIP LOCKED LIMIT 1)"
             " RETURNING observation_id, log_offset, formation_attempts",
-            [project, float(settings.MEMOIR_FORMATION_BACKOFF)],
+            [project, float(settings.MEMOIR_FORMATION_BACKOFF), [str(s) for s in skip]],
         )
         return cursor.fetchone()
 
@@ -234,12 +238,13 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
         stats.locked_out = True
         return stats
     started = time.monotonic()
+    failed = set()
     try:
         while True:
             if time.monotonic() - started > run_budget:
                 stats.out_of_time = True
                 break
-            claimed = claim(project)
+            claimed = claim(project, skip=failed)
             if claimed is None:
                 break
             observation_id, log_offset, attempts = claimed
@@ -249,7 +254,8 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
                                park_now=True)
                 stats.turns_parked += 1
                 continue
-            _form_one(project, observation_id, proposer, time.monotonic() + turn_budget, stats)
+            if not _form_one(project, observation_id, proposer, time.monotonic() + turn_budget, stats):
+                failed.add(observation_id)
     finally:
         _unlock(project)
     return stats
@@ -261,7 +267,7 @@ def _form_one(project, observation_id, proposer, deadline, stats):
     except PinMismatch as exc:
         record_failure(project, observation_id, str(exc), park_now=True)
         stats.turns_parked += 1
-        return
+        return False
     except (TurnFailure, DatabaseError) as exc:
         # A database error's text can quote row values, so only its class and SQLSTATE are kept.
         text = str(exc) if isinstance(exc, TurnFailure) else _describe_database_error(exc)
@@ -269,11 +275,12 @@ def _form_one(project, observation_id, proposer, deadline, stats):
         stats.turns_failed += 1
         stats.turns_parked += int(parked)
         _heartbeat("last_failure_at", failure=True)
-        return
+        return False
     if formed:
         mark_formed(project, observation_id)
         stats.turns_formed += 1
         _heartbeat("last_progress_at")
+    return True
 
 
 def _describe_database_error(exc):

@@ -79,7 +79,10 @@ def endpoint_origin(endpoint: str) -> str:
 
 
 def validate_config(config: ModelConfig) -> None:
-    """Refuse an endpoint that is not HTTPS (outside loopback) or not on the allowlist. Raises ExtractorConfigError."""
+    """Refuse an endpoint that is not HTTPS (outside loopback) or not on the allowlist.
+
+    Raises ExtractorConfigError.
+    """
     if not config.model.strip():
         raise ExtractorConfigError("MEMOIR_EXTRACTION_MODEL is empty")
     parts = urlsplit(config.endpoint)
@@ -87,11 +90,14 @@ def validate_config(config: ModelConfig) -> None:
     if scheme not in ("http", "https") or not host:
         raise ExtractorConfigError("MEMOIR_EXTRACTION_ENDPOINT must be an http(s) URL with a host")
     if parts.username is not None or parts.password is not None:
-        raise ExtractorConfigError("MEMOIR_EXTRACTION_ENDPOINT must not carry credentials; use the API key setting")
+        raise ExtractorConfigError(
+            "MEMOIR_EXTRACTION_ENDPOINT must not carry credentials; use MEMOIR_EXTRACTION_API_KEY"
+        )
     if parts.query or parts.fragment:
         raise ExtractorConfigError("MEMOIR_EXTRACTION_ENDPOINT is a base URL and takes no query or fragment")
     if scheme != "https" and host not in PLAIN_HTTP_HOSTS:
-        raise ExtractorConfigError(f"MEMOIR_EXTRACTION_ENDPOINT must use https (plain http only for {', '.join(sorted(PLAIN_HTTP_HOSTS))})")
+        loopback = ", ".join(sorted(PLAIN_HTTP_HOSTS))
+        raise ExtractorConfigError(f"MEMOIR_EXTRACTION_ENDPOINT must use https (plain http only for {loopback})")
     authority = _authority(host, port)
     if authority not in {entry.strip().lower() for entry in config.allowlist}:
         raise ExtractorConfigError(f"extraction endpoint {authority} is not in MEMOIR_EXTRACTION_ALLOWLIST")
@@ -186,13 +192,17 @@ def _claim(item: object, index: int, text: str) -> Proposal:
         if value is None:
             value = ""
         if not isinstance(value, str):
-            raise ProposerError(f"model reply claim {index} field {name!r} is not a string: {reply_excerpt(text)}")
+            raise ProposerError(
+                f"model reply claim {index} field {name!r} is not a string: {reply_excerpt(text)}"
+            )
         fields[name] = value
     confidence = item.get("confidence")
     if confidence is None:
         confidence = 0.0
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        raise ProposerError(f"model reply claim {index} field 'confidence' is not a number: {reply_excerpt(text)}")
+        raise ProposerError(
+            f"model reply claim {index} field 'confidence' is not a number: {reply_excerpt(text)}"
+        )
     return Proposal(confidence=float(confidence), **fields)
 
 
@@ -212,7 +222,9 @@ def _reply_content(body: bytes) -> str:
         document = json.loads(text)
         content = document["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ProposerError(f"model response is not a chat completion ({type(exc).__name__}): {reply_excerpt(text)}") from exc
+        raise ProposerError(
+            f"model response is not a chat completion ({type(exc).__name__}): {reply_excerpt(text)}"
+        ) from exc
     if not isinstance(content, str):
         raise ProposerError(f"model response has no message content: {reply_excerpt(text)}")
     return content
@@ -221,7 +233,9 @@ def _reply_content(body: bytes) -> str:
 class ModelProposer:
     """Proposes claims by asking a chat model. Its version pins the model, prompt, code and vocabulary."""
 
-    def __init__(self, config: ModelConfig, *, vocabulary: Sequence[PredicateSpec], unresolvable: Iterable[str]):
+    def __init__(
+        self, config: ModelConfig, *, vocabulary: Sequence[PredicateSpec], unresolvable: Iterable[str]
+    ):
         validate_config(config)
         self.config = config
         self._vocabulary = canonical_vocabulary(vocabulary)
@@ -277,7 +291,8 @@ class ModelProposer:
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         try:
-            with self._http().stream("POST", self._url, json=self.request_body(message), headers=headers) as response:
+            request = self.request_body(message)
+            with self._http().stream("POST", self._url, json=request, headers=headers) as response:
                 body = _read_bounded(response)
                 status = response.status_code
         except httpx.HTTPError as exc:

@@ -90,7 +90,9 @@ def validate_sections(sections: dict[str, str]) -> None:
         raise PromptError(f"prompt file: the relations section must contain {PLACEHOLDER} exactly once")
     elsewhere = [name for name in SECTIONS if name != "relations" and PLACEHOLDER in sections[name]]
     if elsewhere:
-        raise PromptError(f"prompt file: {PLACEHOLDER} may appear only in relations, not in {', '.join(elsewhere)}")
+        raise PromptError(
+            f"prompt file: {PLACEHOLDER} may appear only in relations, not in {', '.join(elsewhere)}"
+        )
 
 
 def load_prompt(path: Path | str = PROMPT_PATH) -> PromptTemplate:

@@ -64,7 +64,9 @@ _SENTENCE_BOUNDARY = re.compile(
     r"(?P<stop>[.!?]+[\"”’')\]]*)(?=" + WS_CLASS + r"|$)|(?P<line>[" + _LINE_BREAKS + r"])"
 )
 _CLAUSE_SEPARATOR = re.compile(
-    r"(?P<semi>;)|(?P<but>,?" + WS_CLASS + r"+but" + WS_CLASS + r"+)|(?P<and>" + WS_CLASS + r"+and" + WS_CLASS + r"+)",
+    r"(?P<semi>;)"
+    r"|(?P<but>,?" + WS_CLASS + r"+but" + WS_CLASS + r"+)"
+    r"|(?P<and>" + WS_CLASS + r"+and" + WS_CLASS + r"+)",
     re.IGNORECASE,
 )
 
@@ -622,8 +624,10 @@ def _continuation(content, tokens, clause_end, previous: _Hit) -> _Hit | None:
         found = ((tokens[match.phrase].start, found[0][1]), found[1])
     return _Hit(
         subject=previous.subject, person=previous.person, predicate=match.pattern.predicate, kind=kind,
-        modifiers=previous.modifiers + match.modifiers, frame=_Frame(previous.frame.polarity, previous.frame.reporter),
-        quote_start=tokens[0].start, phrase_start=tokens[match.phrase].start, object_span=found[0], rest=found[1],
+        modifiers=previous.modifiers + match.modifiers,
+        frame=_Frame(previous.frame.polarity, previous.frame.reporter),
+        quote_start=tokens[0].start, phrase_start=tokens[match.phrase].start,
+        object_span=found[0], rest=found[1],
     )
 
 
@@ -651,7 +655,8 @@ class RulesProposer:
         for sentence_start, sentence_end in _sentences(content):
             previous: _Hit | None = None
             for clause_start, clause_end, after_and in _clauses(content, sentence_start, sentence_end):
-                clause = tokens[bisect.bisect_left(starts, clause_start):bisect.bisect_left(starts, clause_end)]
+                first, last = bisect.bisect_left(starts, clause_start), bisect.bisect_left(starts, clause_end)
+                clause = tokens[first:last]
                 hit = None
                 if after_and and previous is not None and clause:
                     hit = _continuation(content, clause, clause_end, previous)

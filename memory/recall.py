@@ -109,8 +109,11 @@ def terms(question):
         for length in range(1, LONGEST_ANCHOR + 1):
             if start + length > len(words):
                 break
-            term = " ".join(words[start:start + length])
-            if term and term not in seen:
+            window = words[start:start + length]
+            if not any(window):
+                continue  # nothing but trimmed-away punctuation
+            term = " ".join(window)
+            if term not in seen:
                 seen.add(term)
                 out.append(term)
     return out

@@ -74,7 +74,10 @@ class FakeModel:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval keeps shutdown (once per test) fast.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         host, port = self._server.server_address[:2]
         self.authority = f"{host}:{port}"
         self.base_url = f"http://{self.authority}/v1"

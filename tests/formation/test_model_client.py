@@ -12,7 +12,13 @@ from formation.extractor import ExtractorConfigError, build_proposer
 from formation.gates import Admitted, effective_unresolvable, judge
 from formation.locate import quote_at
 from formation.model import (
-    EXTRACTOR_CODE_VERSION, ModelConfig, ModelProposer, endpoint_origin, extraction_version, new_fence, parse_reply,
+    EXTRACTOR_CODE_VERSION,
+    ModelConfig,
+    ModelProposer,
+    endpoint_origin,
+    extraction_version,
+    new_fence,
+    parse_reply,
     validate_config,
 )
 from formation.prompt import prompt_sha256, render_system_prompt
@@ -328,9 +334,11 @@ def test_extraction_version():
 def test_proposer_version_pins_model_and_endpoint():
     with fake_model({}) as server:
         one = proposer_for(server)
-        assert one.version == proposer_for(server, vocabulary=None).version if False else one.version
-        assert proposer_for(server, model="other").version != one.version
         assert re.fullmatch(r"extract/v2:[a-f0-9]{64}", one.version)
+        assert proposer_for(server).version == one.version
+        assert proposer_for(server, model="other").version != one.version
+        shuffled = ModelProposer(one.config, vocabulary=list(reversed(VOCABULARY)), unresolvable=UNRESOLVABLE)
+        assert shuffled.version == one.version  # always taken in name order, as the prompt lists it
 
 
 # --- choosing the proposer from settings ---------------------------------------------------------

@@ -6,7 +6,14 @@ from pathlib import Path
 import pytest
 
 from formation.prompt import (
-    PROMPT_PATH, SECTIONS, PromptError, default_prompt, load_prompt, parse_sections, prompt_sha256, relation_lines,
+    PROMPT_PATH,
+    SECTIONS,
+    PromptError,
+    default_prompt,
+    load_prompt,
+    parse_sections,
+    prompt_sha256,
+    relation_lines,
     render_system_prompt,
 )
 from formation.proposals import PredicateSpec

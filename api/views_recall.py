@@ -1,0 +1,102 @@
+"""POST /v1/recalls and the semantic search routes that v1 validates and then answers 503 (api.md §7.2, §7.3)."""
+from django.conf import settings
+
+from memory import recall
+from memory.closed_sets import ROLES
+
+from .base import Result, V1View
+from .errors import ApiError
+from .jsonbody import BOOL, INT, STR, TIMESTAMP, ArrayOf, Obj, has_nul, is_blank, utf8_len
+
+RECALL_SHAPE = Obj({
+    "question": STR, "data_subject_id": STR, "as_of": TIMESTAMP, "as_known_at": TIMESTAMP,
+    "max_characters": INT, "source_roles": ArrayOf(STR), "hops": INT, "surfaces": ArrayOf(STR), "themes": BOOL,
+})
+
+
+class RecallView(V1View):
+    op = "recall"
+    shape = RECALL_SHAPE
+
+    def handle(self, caller, body):
+        question = body.get("question")
+        if question is None or is_blank(question):
+            raise ApiError(400, "invalid_question", "a question is required")
+        applied = recall.controls(
+            max_characters=body.get("max_characters"), source_roles=body.get("source_roles"),
+            hops=body.get("hops"), surfaces=body.get("surfaces"), themes=body.get("themes"),
+            server_budget=settings.MEMOIR_BUNDLE_CHARACTERS)
+        subject = body.get("data_subject_id") or None
+        if has_nul(question) or (subject is not None and has_nul(subject)):
+            raise ApiError(400, "invalid_question", "text cannot contain NUL")
+        bundle = recall.recall(project=caller.project, question=question, applied=applied,
+                               data_subject_id=subject, as_of=body.get("as_of"),
+                               as_known_at=body.get("as_known_at"))
+        return Result(bundle, magnitude=len(bundle["facts"]))
+
+
+# --- semantic search: no embedding model in v1 ------------------------------------------------
+
+MAX_SEARCH_LIMIT = 32
+DEFAULT_SEARCH_LIMIT = 10
+MAX_CANDIDATES = 1000
+MAX_SUBJECT_BYTES = 1024
+
+CANDIDATE_SHAPE = Obj({"question": STR, "limit": INT, "candidates": INT})
+PASSAGE_SHAPE = Obj({"question": STR, "limit": INT, "candidates": INT, "data_subject_id": STR, "source_role": STR})
+
+
+def _check_search(body, code):
+    """The shared bounded-question rules of the three search routes."""
+    question = body.get("question")
+    if question is None or is_blank(question) or has_nul(question) or utf8_len(question) > recall.MAX_QUESTION_BYTES:
+        raise ApiError(400, code)
+    limit = body.get("limit", DEFAULT_SEARCH_LIMIT)
+    candidates = body.get("candidates", 0)
+    if not 1 <= limit <= MAX_SEARCH_LIMIT or not 0 <= candidates <= MAX_CANDIDATES:
+        raise ApiError(400, code)
+    if 0 < candidates < limit:
+        raise ApiError(400, code)
+
+
+class _UnavailableSearch(V1View):
+    """Validates like the reference, then says the surface cannot run: v1 has no embedding model."""
+
+    invalid_code = None
+    unavailable_code = None
+
+    def handle(self, caller, body):
+        self.validate(body)
+        raise ApiError(503, self.unavailable_code)
+
+    def validate(self, body):
+        _check_search(body, self.invalid_code)
+
+
+class PassagesSearchView(_UnavailableSearch):
+    op = "embedding.search"
+    shape = PASSAGE_SHAPE
+    invalid_code = "invalid_passage_query"
+    unavailable_code = "passage_unavailable"
+
+    def validate(self, body):
+        super().validate(body)
+        subject = body.get("data_subject_id", "")
+        if has_nul(subject) or utf8_len(subject) > MAX_SUBJECT_BYTES:
+            raise ApiError(400, self.invalid_code)
+        if body.get("source_role", "") not in ("", *ROLES):
+            raise ApiError(400, self.invalid_code)
+
+
+class EntityCandidatesView(_UnavailableSearch):
+    op = "entity_embedding.search"
+    shape = CANDIDATE_SHAPE
+    invalid_code = "invalid_entity_candidate_query"
+    unavailable_code = "entity_candidates_unavailable"
+
+
+class ReportCandidatesView(_UnavailableSearch):
+    op = "report_embedding.search"
+    shape = CANDIDATE_SHAPE
+    invalid_code = "invalid_report_candidate_query"
+    unavailable_code = "report_candidates_unavailable"

@@ -1,0 +1,81 @@
+"""Recall test helpers: turns observed and formed for real (rules proposer), claims written through the
+claim writer when a test needs precise control, and an in-process /v1/recalls caller."""
+import json
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from formation import vocabulary
+from formation.claims import Claim, Source, write_claim
+from formation.driver import drain
+from formation.rules import RulesProposer
+from memory import services
+
+
+def observe_turn(project, content, *, subject=None, role="user", occurred_at=None):
+    """Append one single-message turn and return its receipt."""
+    return services.observe(
+        project=project, messages=[{"role": role, "content": content, "group_ordinal": 0}],
+        data_subject_id=subject, occurred_at=occurred_at)
+
+
+def form(project):
+    """Form every pending turn of the project with the offline rules proposer."""
+    return drain(project, proposer=RulesProposer())
+
+
+def write_fact(project, *, content, quote, predicate, subject, object, data_subject=None, role="user",
+               occurred_at=None, valid_from=None, statement=None, observation_id=None, subject_type="thing"):
+    """Write one fact through the claim writer, cited by `quote` inside a real stored message.
+
+    A new turn holding `content` is observed unless `observation_id` names an existing one.
+    Returns (fact_id, observation_id).
+    """
+    if observation_id is None:
+        observation_id = observe_turn(project, content, subject=data_subject, role=role, occurred_at=occurred_at).id
+    raw = content.encode("utf-8")
+    start = raw.index(quote.encode("utf-8"))
+    vocab = vocabulary.load()
+    spec = vocab.by_name[predicate]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT occurred_at FROM turn_message WHERE observation_id = %s AND ordinal = 0",
+                       [observation_id])
+        message_time = cursor.fetchone()[0]
+        source = Source(project=project, observation_id=observation_id, ordinal=0, role=role,
+                        data_subject_id=data_subject, occurred_at=message_time, extractor_version="rules/v1")
+        claim = Claim(predicate=predicate, cardinality=spec.cardinality, subject=subject, object=object,
+                      statement=statement or content, confidence=0.9, subject_type=subject_type,
+                      object_type=spec.object_kind, quote=quote, byte_start=start,
+                      byte_end=start + len(quote.encode("utf-8")))
+        fact_id = write_claim(cursor, source=source, claim=claim, speaker_terms=vocab.speaker_terms,
+                              valid_from=valid_from)
+    return str(fact_id), observation_id
+
+
+def post(auth, path, body):
+    """POST a JSON body in process, as the credential in `auth`."""
+    raw = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    return Client().post(path, data=raw, content_type="application/json", **auth)
+
+
+def recall_ok(auth, **body):
+    response = post(auth, "/v1/recalls", body)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def recall_error(auth, body):
+    response = post(auth, "/v1/recalls", body)
+    assert response.status_code == 400, response.content
+    return response.json()["error"]["code"]
+
+
+@pytest.fixture
+def project(new_project):
+    return new_project[0]
+
+
+@pytest.fixture
+def auth(new_project):
+    return {"HTTP_AUTHORIZATION": f"Bearer {new_project[1]}"}
