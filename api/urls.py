@@ -2,7 +2,10 @@
 from django.urls import path, re_path
 
 from . import views
+from . import views_governance
+from . import views_reads
 from . import views_recall
+from . import views_records
 from . import views_subjects
 
 urlpatterns = [
@@ -24,5 +27,21 @@ urlpatterns = [
     path("/notifications/endpoints/list", views_subjects.NotificationsListView.as_view()),
     path("/notifications/endpoints/disable", views_subjects.NotificationsDisableView.as_view()),
     path("/notifications/deliveries/list", views_subjects.NotificationsDeliveriesView.as_view()),
+    path("/contexts", views_reads.ContextsView.as_view()),
+    path("/citations/resolve", views_reads.CitationsView.as_view()),
+    path("/messages/get", views_reads.MessagesView.as_view()),
+    path("/records/list", views_reads.RecordsListView.as_view()),
+    path("/records/history", views_reads.RecordsHistoryView.as_view()),
+    path("/entities/list", views_reads.EntitiesListView.as_view()),
+    path("/entities/get", views_reads.EntitiesGetView.as_view()),
+    path("/records/assert", views_records.RecordsAssertView.as_view()),
+    path("/records/correct", views_records.RecordsCorrectView.as_view()),
+    path("/records/retract", views_records.RecordsRetractView.as_view()),
+    path("/feedback/record", views_records.FeedbackRecordView.as_view()),
+    path("/feedback/list", views_records.FeedbackListView.as_view()),
+    path("/feedback/promote", views_records.FeedbackPromoteView.as_view()),
+    path("/entities/purge", views_records.EntitiesPurgeView.as_view()),
+    path("/erasures", views_governance.ErasuresView.as_view()),
+    path("/exports", views_governance.ExportsView.as_view()),
     re_path(r"^/.*$", views.UnknownRouteView.as_view()),
 ]

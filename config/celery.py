@@ -22,5 +22,12 @@ app.conf.beat_schedule = {
         "schedule": float(os.environ.get("MEMOIR_FORMATION_INTERVAL", "5")),
         "options": {"expires": 5},
     },
+    "formation-compaction": {
+        "task": "formation.tasks.compaction_pass",
+        "schedule": 60.0,
+        "options": {"expires": 60},
+    },
+    "retention-sweep": {"task": "governance.tasks.retention_sweep", "schedule": 3600.0, "options": {"expires": 3600}},
+    "audit-seal": {"task": "governance.tasks.seal_audit", "schedule": 300.0, "options": {"expires": 300}},
 }
 app.autodiscover_tasks()

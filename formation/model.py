@@ -173,7 +173,7 @@ def _find_envelope(text: str) -> list | None:
             return None
         try:
             value, _end = decoder.raw_decode(text, position)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurd nesting, still not our document
             value = None
         # An object without the key (a bare claim, a fragment) is not our document: keep looking.
         if isinstance(value, dict) and isinstance(value.get("claims"), list):
@@ -199,11 +199,15 @@ def _claim(item: object, index: int, text: str) -> Proposal:
     confidence = item.get("confidence")
     if confidence is None:
         confidence = 0.0
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+    try:
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+            raise TypeError
+        confidence = float(confidence)
+    except (TypeError, OverflowError):
         raise ProposerError(
             f"model reply claim {index} field 'confidence' is not a number: {reply_excerpt(text)}"
-        )
-    return Proposal(confidence=float(confidence), **fields)
+        ) from None
+    return Proposal(confidence=confidence, **fields)
 
 
 def parse_reply(text: str) -> list[Proposal]:
@@ -221,7 +225,7 @@ def _reply_content(body: bytes) -> str:
     try:
         document = json.loads(text)
         content = document["choices"][0]["message"]["content"]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
         raise ProposerError(
             f"model response is not a chat completion ({type(exc).__name__}): {reply_excerpt(text)}"
         ) from exc

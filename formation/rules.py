@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from formation.proposals import Message, PredicateSpec, Proposal
-from formation.text import WHITE_SPACE, WS_CLASS
+from formation.text import WHITE_SPACE, WS_CLASS, normalize
 
 VERSION = "rules/v1"
 
@@ -131,8 +131,22 @@ def _patterns(predicate: str, specs: str, kind: str = PRESENT) -> list[_Pattern]
     return built
 
 
+@dataclass(frozen=True)
+class _Table:
+    """Patterns in priority order, indexed by first word so a subject only tries those that can start."""
+
+    by_first_word: dict[str, list[tuple[int, _Pattern]]]
+
+    @classmethod
+    def of(cls, patterns: Sequence[_Pattern]) -> "_Table":
+        index: dict[str, list[tuple[int, _Pattern]]] = {}
+        for order, pattern in enumerate(patterns):
+            index.setdefault((pattern.aux + pattern.tail)[0], []).append((order, pattern))
+        return cls(index)
+
+
 # First person, after "I". Order matters: the first pattern that matches wins.
-_FIRST_PERSON = [
+_FIRST_PERSON = _Table.of([
     *_patterns("intends_to", "| plan to; am | planning to; | intend to; am | intending to", PLAN),
     *_patterns("dislikes", "do | not like; | dislike; | hate"),
     *_patterns("knows_about", "am | an expert in/on; am | familiar with; | know about"),
@@ -153,10 +167,10 @@ _FIRST_PERSON = [
     *_patterns("has_name", "am | called", NAME),
     *_patterns("prefers", "| prefer; | like; | love; | enjoy"),
     *_patterns("uses", "am | using; | use"),
-]
+])
 
 # Third person, after a capitalised name (optional patterns, for two-hop demos).
-_THIRD_PERSON = [
+_THIRD_PERSON = _Table.of([
     *_patterns("lives_in", "| lives in"),
     *_patterns("works_at", "| works at/for"),
     *_patterns("has_role", "is | a/an"),
@@ -166,7 +180,7 @@ _THIRD_PERSON = [
     *_patterns("lives_in", "| live in; | move to", AFTER_MODIFIER),
     *_patterns("works_at", "| work at/for", AFTER_MODIFIER),
     *_patterns("has_role", "be | a/an", AFTER_MODIFIER),
-]
+])
 
 # Modifier words allowed between the subject and the pattern, with what they signal. Any other
 # word there means the sentence is not one these patterns understand, and nothing is proposed.
@@ -244,6 +258,9 @@ _ONGOING = re.compile(r"\bsince\b|\bfor" + _WS + r"+" + _NUMBER + _WS + r"+" + _
 _UNTIL = re.compile(r"\b(?:until|till)\b", re.IGNORECASE)
 _ANYMORE = re.compile(r"\bany" + _WS + r"?more\b", re.IGNORECASE)
 _OPENING = "\"“‘'([«"
+OBJECT_WINDOW = 500
+PREFIX_WINDOW = 16  # tokens before the subject that can frame it ("John told me that …")
+NAME_WINDOW = 6  # longest capitalised name taken as a third-person subject
 
 
 def _is_trailing_junk(ch: str) -> bool:
@@ -251,16 +268,22 @@ def _is_trailing_junk(ch: str) -> bool:
 
 
 def _object_span(content: str, start: int, end: int) -> tuple[int, int] | None:
-    """The object's span: after the pattern to the clause end, trimmed of punctuation and time phrases."""
+    """The object's span: after the pattern to the clause end, trimmed of punctuation and time phrases.
+
+    An object still running past OBJECT_WINDOW characters names no entity; it is dropped, which also
+    keeps the work per subject bounded on long unpunctuated text.
+    """
     while start < end and (content[start] in WHITE_SPACE or content[start] in _OPENING):
         start += 1
-    text = content[start:end]
+    text = content[start:min(end, start + OBJECT_WINDOW)]
     # A double quotation mark ends the object: what follows is outside the quoted words.
     text = re.split("[\"“”]", text, maxsplit=1)[0]
     for cut in (_CUT_CLAUSE, _CUT_TIME):
         match = cut.search(text)
         if match:
             text = text[: match.start()]
+    if len(text) >= OBJECT_WINDOW:
+        return None
     while True:
         trimmed = text
         while trimmed and _is_trailing_junk(trimmed[-1]):
@@ -335,8 +358,17 @@ class _Match:
     phrase: int  # token index where the verb phrase (without modifiers) starts
 
 
-def _match(tokens, pos, patterns, inherited: tuple[tuple[str, ...], ...] = ()) -> _Match | None:
-    for pattern in patterns:
+def _candidates(tokens, pos, table: "_Table") -> list[_Pattern]:
+    """Patterns whose first word appears after some run of modifiers, in table order."""
+    found: dict[int, _Pattern] = {}
+    for at, _ in _modifier_runs(tokens, pos):
+        if at < len(tokens):
+            found.update(table.by_first_word.get(tokens[at].word, ()))
+    return [found[order] for order in sorted(found)]
+
+
+def _match(tokens, pos, table: "_Table", inherited: tuple[tuple[str, ...], ...] = ()) -> _Match | None:
+    for pattern in _candidates(tokens, pos, table):
         found = _match_slots(tokens, pos, pattern.aux + pattern.tail[:1], pattern.tail[1:])
         if not found:
             continue
@@ -514,8 +546,9 @@ def _statement(quote: str) -> str:
 
 
 def _acceptable(predicate: str, obj: str) -> bool:
-    words = obj.lower().split()
-    if not words or obj.lower() in _EMPTY_OBJECTS:
+    name = normalize(obj)
+    words = name.split(" ")
+    if not name or name in _EMPTY_OBJECTS:
         return False
     if predicate == "has_role" and words[0] in _NOT_ROLES:
         return False
@@ -550,8 +583,8 @@ def _proposals(hit: _Hit, content: str, kinds: Mapping[str, str]) -> list[Propos
 
 def _object_after(content, tokens, match: _Match, clause_end: int) -> tuple[tuple[int, int], str] | None:
     after = tokens[match.end - 1].end
-    rest = content[after:clause_end]
-    if match.pattern.kind == NAME or match.pattern.predicate == "has_name":
+    rest = content[after:min(clause_end, after + OBJECT_WINDOW)]
+    if match.pattern.kind == NAME:
         span = _name_span(content, tokens, match.end)
     else:
         span = _object_span(content, after, clause_end)
@@ -582,6 +615,8 @@ def _hit_at(content, tokens, index, clause_end, regions) -> _Hit | None:
         last = index
         while last + 1 < len(tokens) and tokens[last + 1].cap and tokens[last + 1].word not in _NOT_NAMES:
             last += 1
+            if last - index >= NAME_WINDOW:
+                return None
         match = _match(tokens, last + 1, _THIRD_PERSON)
         person, subject = "third", content[token.start:tokens[last].end]
     else:
@@ -591,7 +626,7 @@ def _hit_at(content, tokens, index, clause_end, regions) -> _Hit | None:
     found = _object_after(content, tokens, match, clause_end)
     if found is None:
         return None
-    frame = _prefix_frame(content, tokens[:index], questions=questions)
+    frame = _prefix_frame(content, tokens[max(0, index - PREFIX_WINDOW):index], questions=questions)
     if frame is None:
         return None
     if frame.polarity is None:

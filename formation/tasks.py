@@ -1,7 +1,7 @@
-"""Celery tasks: thin wrappers over the driver (formation.md §3)."""
+"""Celery tasks: thin wrappers over the driver and the compaction pass (formation.md §3, §11)."""
 from celery import shared_task
 
-from . import driver
+from . import compaction, driver
 from .kick import kick_drain
 
 
@@ -17,3 +17,8 @@ def drain_project(project):
 @shared_task(name="formation.tasks.sweep")
 def sweep():
     return driver.sweep(kick_drain)
+
+
+@shared_task(name="formation.tasks.compaction_pass")
+def compaction_pass():
+    return compaction.run_pass()

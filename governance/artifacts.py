@@ -25,6 +25,7 @@ KINDS = ("state", "file")
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 CAPACITY_CONSTRAINT = "agent_storage_capacity"
+GLOBAL_ID_CONSTRAINT = "agent_artifact_pkey"
 # The CHECK ranges of agent_storage_policy (data-model.md §8).
 POLICY_RANGES = {
     "max_object_bytes": (1, 524_288),
@@ -130,9 +131,9 @@ def fingerprint(*, data_subject_id, kind, name, content):
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
-def _is_capacity_refusal(exc):
+def _constraint(exc):
     diag = getattr(exc.__cause__, "diag", None)
-    return diag is not None and diag.constraint_name == CAPACITY_CONSTRAINT
+    return diag.constraint_name if diag is not None else None
 
 
 _META = ("a.artifact_id, a.version, a.data_subject_id, a.kind, a.name, a.source_observation_id, a.bytes,"
@@ -200,8 +201,11 @@ def put_artifact(*, project, artifact_id, data_subject_id, kind, content, name=N
             artifact = _read_meta(cursor, project, artifact_id)
             audit.record("artifact.put", principal, principal_kind, project, 0 if replayed else 1)
     except DatabaseError as exc:
-        if _is_capacity_refusal(exc):
+        if _constraint(exc) == CAPACITY_CONSTRAINT:
             raise RateLimited("storage_capacity", "storage capacity is exhausted") from None
+        if _constraint(exc) == GLOBAL_ID_CONSTRAINT:
+            # Artifact ids are unique across projects: one taken elsewhere is answered like a spent one here.
+            raise _conflict() from None
         raise
     return artifact, replayed
 

@@ -185,8 +185,10 @@ def evidence_view(fact):
 
 
 def _split_context(message, start, end):
-    from memory.evidence import legible
-
+    try:
+        from memory.evidence import legible
+    except ImportError:  # the shared context rules are not installed yet: show the quote alone
+        return {}
     lo = max(0, start - CONTEXT_WINDOW)
     hi = min(len(message), end + CONTEXT_WINDOW)
     context, context_start, complete = legible(message[lo:hi], lo, start, end, len(message))

@@ -1,7 +1,8 @@
-"""URLs of the operator console (the Django admin at /console/)."""
-from django.contrib import admin
+"""URLs of the operator console: the MemoirAdminSite at /console/."""
 from django.urls import path
 
+from governance.admin import site
+
 urlpatterns = [
-    path("console/", admin.site.urls),
+    path("console/", site.urls),
 ]

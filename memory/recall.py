@@ -212,9 +212,10 @@ WITH RECURSIVE walk (node, anchor, hops, path, via, fact_id, valid, from_path, f
   WHERE w.hops < %(hops)s AND w.rn <= {FANOUT} AND w.node IS NOT NULL AND NOT w.node = ANY(w.from_path)
 ),
 reached AS (
+  -- Shortest route first, then the smallest anchor; the path only breaks the last tie, for determinism.
   SELECT DISTINCT ON (fact_id) fact_id, hops, anchor, from_path, from_via, valid
   FROM walk WHERE hops > 0 AND rn <= {FANOUT}
-  ORDER BY fact_id, hops, anchor
+  ORDER BY fact_id, hops, anchor, from_path
 ),
 capped AS (SELECT coalesce(bool_or(rn > {FANOUT}), false) AS capped FROM walk)
 SELECT capped.capped, b.* FROM capped LEFT JOIN LATERAL (

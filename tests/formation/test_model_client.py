@@ -239,7 +239,7 @@ def test_no_envelope_is_an_error_never_empty(text):
 @pytest.mark.parametrize(
     "claim",
     ["a string", 3, None, [CLAIM], {**CLAIM, "object": 7}, {**CLAIM, "polarity": ["asserted"]},
-     {**CLAIM, "confidence": "high"}, {**CLAIM, "confidence": True}],
+     {**CLAIM, "confidence": "high"}, {**CLAIM, "confidence": True}, {**CLAIM, "confidence": 10**400}],
 )
 def test_wrong_shapes_are_errors(claim):
     with pytest.raises(ProposerError):
@@ -255,6 +255,13 @@ def test_missing_fields_read_as_empty():
 def test_confidence_is_passed_through_for_the_gates_to_clamp():
     assert parse_reply(envelope({**CLAIM, "confidence": 7}))[0].confidence == 7.0
     assert parse_reply('{"claims": [{"confidence": NaN}]}')[0].confidence != 0.5
+
+
+def test_absurd_nesting_is_an_error_not_a_crash():
+    with pytest.raises(ProposerError):
+        parse_reply("{" + '"a":[' * 200_000)
+    with pytest.raises(ProposerError):
+        parse_reply('{"claims": ' + "[" * 200_000)
 
 
 def test_parse_errors_carry_at_most_300_chars_of_the_reply():

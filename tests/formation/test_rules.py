@@ -4,6 +4,8 @@ Outcomes that need the store (speaker binding, conflicting_value) are the claim 
 those rows assert the proposals and that they pass the pure gates in message order.
 """
 
+import time
+
 import pytest
 
 from formation.gates import Admitted, effective_unresolvable, judge
@@ -300,3 +302,19 @@ def test_predicates_outside_the_vocabulary_are_still_proposed_and_refused_by_gat
     result = judge(p, content="I live in Dublin.", vocabulary={"works_at": BY_NAME["works_at"]},
                    unresolvable=UNRESOLVABLE, admitted=set())
     assert result.reason == "unmapped_relation"
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["do I live in Dublin " * 3200, "I " * 30000, "John Smith " * 6000, "I live in " + "x " * 30000,
+     "I think I live in Cork and work at Acme, " * 1500],
+)
+def test_work_stays_bounded_on_a_64_kib_message(content):
+    started = time.monotonic()
+    propose(content)
+    assert time.monotonic() - started < 3.0
+
+
+def test_an_object_running_on_without_end_names_nothing():
+    assert propose("I live in " + "very " * 200 + "far away") == []
+    assert brief("I live in " + "x" * 400) == [("I", "lives_in", "x" * 400, "asserted", "present")]

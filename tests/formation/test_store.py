@@ -7,9 +7,9 @@ import pytest
 from django.db import connection
 
 from formation import driver
+from formation import vocabulary as vocab
 from formation.model import ModelConfig, ModelProposer
 from formation.rules import RulesProposer
-from formation import vocabulary as vocab
 from memory import services
 from tests.fakemodel import fake_model, load_recorded
 

@@ -79,3 +79,41 @@ def project(new_project):
 @pytest.fixture
 def auth(new_project):
     return {"HTTP_AUTHORIZATION": f"Bearer {new_project[1]}"}
+
+
+def named_entities(project, names):
+    """Insert named entities in bulk; returns {canonical name: entity id}."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
+            " resolution_version, identity_kind, first_seen_at)"
+            " SELECT gen_random_uuid(), %s, n, lower(n), 'thing', '{}', 'entity/v1', 'named', now()"
+            " FROM unnest(%s::text[]) AS n RETURNING canonical_name, entity_id::text",
+            [project, list(names)])
+        return dict(cursor.fetchall())
+
+
+def bulk_edges(project, edges, *, predicate="uses", role="user", data_subject=None):
+    """Insert current facts in bulk, each cited by the same span of one stored message.
+
+    `edges` holds (subject entity id, object entity id, seconds ago recorded). Returns the fact ids in
+    the order given.
+    """
+    observation_id = observe_turn(project, "Linked thing.", subject=data_subject, role=role).id
+    subjects, objects, ages = (list(column) for column in zip(*edges))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO fact (fact_id, scope, subject_entity_id, object_entity_id, predicate, cardinality,"
+            " statement, valid, known, confidence, source_role, data_subject_id, recorded_at, version)"
+            " SELECT gen_random_uuid(), %s, e.s, e.o, %s, p.cardinality, 'Linked thing.',"
+            "  tstzrange(now() - interval '1 year', NULL), tstzrange(now() - e.age * interval '1 second', NULL),"
+            "  0.5, %s, %s, now() - e.age * interval '1 second', gen_random_uuid()"
+            " FROM unnest(%s::uuid[], %s::uuid[], %s::int[]) WITH ORDINALITY AS e(s, o, age, n)"
+            " JOIN predicate p ON p.predicate = %s ORDER BY e.n RETURNING fact_id::text",
+            [project, predicate, role, data_subject, subjects, objects, ages, predicate])
+        fact_ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            "INSERT INTO fact_evidence (scope, fact_id, source_observation_id, source_ordinal, quote, byte_start,"
+            " byte_end, extractor_version) SELECT %s, f, %s, 0, 'Linked', 0, 6, 'rules/v1' FROM unnest(%s::uuid[]) f",
+            [project, observation_id, fact_ids])
+    return fact_ids

@@ -1,0 +1,63 @@
+"""Shared helpers for the benchmarks: a dedicated, migrated bench database and timing summaries."""
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BENCH_DB = os.environ.get("MEMOIR_BENCH_DB", "memoir_bench")
+
+
+def admin_dsn():
+    url = os.environ.get("DATABASE_URL", f"postgres://postgres@127.0.0.1:{os.environ.get('MEMOIR_PG_PORT', '5433')}/memoir")
+    return url
+
+
+def bench_url():
+    base = admin_dsn().rsplit("/", 1)[0]
+    return f"{base}/{BENCH_DB}"
+
+
+def ensure_bench_database(*, fresh=False):
+    """Create (or recreate) the bench database and migrate it with the project's own migrations."""
+    with psycopg.connect(admin_dsn(), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone()
+        if exists and fresh:
+            conn.execute(f'DROP DATABASE "{BENCH_DB}" WITH (FORCE)')
+            exists = None
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+    env = dict(os.environ, DATABASE_URL=bench_url(), DJANGO_SETTINGS_MODULE="config.settings.local")
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+    with psycopg.connect(bench_url(), autocommit=True) as conn:
+        # Benchmarks append far more than a real backlog would hold; lift the caps in this database only.
+        conn.execute("UPDATE ingestion_budget SET max_pending = 1000000, max_pending_per_project = 1000000")
+    return bench_url()
+
+
+def setup_django():
+    os.environ["DATABASE_URL"] = bench_url()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+    import django
+
+    django.setup()
+
+
+def summary(latencies_s):
+    ordered = sorted(latencies_s)
+
+    def pct(p):
+        return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] * 1000
+
+    return {"n": len(ordered), "p50_ms": pct(50), "p95_ms": pct(95), "p99_ms": pct(99),
+            "mean_ms": statistics.fmean(ordered) * 1000}
+
+
+def fmt(stats):
+    return (f"n={stats['n']} p50={stats['p50_ms']:.2f}ms p95={stats['p95_ms']:.2f}ms p99={stats['p99_ms']:.2f}ms"
+            f" mean={stats['mean_ms']:.2f}ms")

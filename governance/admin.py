@@ -1,0 +1,567 @@
+"""The operator console (console.md): the MemoirAdminSite at /console/ and the governance pages.
+
+Every mutation goes through a service with principal `user:<pk>`, kind `operator`; views stay thin.
+"""
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
+from django.core.exceptions import PermissionDenied
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import transaction
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from memory.errors import DomainError
+
+from . import audit, console_selectors, services
+from .models import (
+    PROJECT_NAME_RE,
+    AgentArtifact,
+    AgentStoragePolicy,
+    AuditEntry,
+    AuditSeal,
+    Credential,
+    DataSubject,
+    ErasureRequest,
+    Project,
+    ProjectionKind,
+    RetentionSweep,
+)
+
+OPERATOR = "operator"
+
+
+def principal_of(request):
+    return f"user:{request.user.pk}"
+
+
+def can_view_content(request):
+    return request.user.has_perm("memory.view_content")
+
+
+def ledger_read(request, op, project="", magnitude=0):
+    """A best-effort ledger row for a console read; it never names the object viewed."""
+    audit.record_best_effort(op, principal_of(request), OPERATOR, project or "", magnitude)
+
+
+def hexdigest(value):
+    return bytes(value).hex() if value is not None else ""
+
+
+# --- the site -------------------------------------------------------------------------------------
+
+# Custom console pages: (key, menu name, url name, permission, section).
+CONSOLE_PAGES = (
+    ("formation_health", "Formation health", "console_formation_health", "memory.view_parkedturn"),
+    ("issue_credential", "Issue credential", "console_issue_credential", "governance.issue_credential"),
+    ("new_erasure", "New erasure", "console_new_erasure", "governance.run_erasure"),
+    ("export", "Export (subject access)", "console_export", "governance.run_export"),
+    ("refusal_summary", "Refusal summary", "console_refusal_summary", "governance.view_refusal_summary"),
+    ("ledger_activity", "Ledger activity", "console_ledger_activity", "governance.view_auditentry"),
+    ("seal_now", "Seal now", "console_seal_now", "governance.seal_audit"),
+    ("verify_chain", "Verify chain", "console_verify_chain", "governance.verify_audit"),
+)
+
+
+class MemoirAdminSite(admin.AdminSite):
+    site_header = "Memoir console"
+    site_title = "Memoir console"
+    index_title = "Operator console"
+    site_url = None
+
+    def login(self, request, extra_context=None):
+        response = super().login(request, extra_context)
+        # A successful sign-in is a POST answered with a redirect by an authenticated user.
+        if request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
+            audit.record_best_effort("console.login", principal_of(request), OPERATOR, "", 1)
+        return response
+
+    def get_urls(self):
+        from . import console_views as v
+
+        def page(route, view, name):
+            return path(route, self.admin_view(view), name=name)
+
+        return [
+            page("formation/health/", v.formation_health, "console_formation_health"),
+            page("governance/credential/issue/", v.issue_credential, "console_issue_credential"),
+            page("governance/credential/issue/result/", v.issue_credential_result,
+                 "console_issue_credential_result"),
+            page("governance/erasurerequest/new/", v.new_erasure, "console_new_erasure"),
+            page("governance/export/", v.export_subject, "console_export"),
+            page("memory/rejectedclaim/summary/", v.refusal_summary, "console_refusal_summary"),
+            page("governance/auditentry/activity/", v.ledger_activity, "console_ledger_activity"),
+            page("governance/auditseal/seal/", v.seal_now, "console_seal_now"),
+            page("governance/auditseal/verify/", v.verify_chain, "console_verify_chain"),
+        ] + super().get_urls()
+
+    def get_app_list(self, request, app_label=None):
+        app_list = super().get_app_list(request, app_label)
+        if app_label is None:
+            pages = [
+                {"name": name, "object_name": key, "perms": {"view": True}, "view_only": True,
+                 "admin_url": reverse(f"{self.name}:{url_name}", current_app=self.name), "add_url": None}
+                for key, name, url_name, perm in CONSOLE_PAGES if request.user.has_perm(perm)
+            ]
+            if pages:
+                app_list.append({"name": "Console pages", "app_label": "console", "app_url": "#console-pages",
+                                 "has_module_perms": True, "models": pages})
+        return app_list
+
+
+site = MemoirAdminSite(name="admin")
+
+
+def require(request, perm):
+    """Custom pages answer 403 to a signed-in user without the page's permission."""
+    if not request.user.has_perm(perm):
+        raise PermissionDenied
+
+
+# --- shared ModelAdmin behaviour ------------------------------------------------------------------
+
+class LedgeredAdmin(admin.ModelAdmin):
+    """Writes a ledger row when a changelist (list_op) or detail page (detail_op) renders."""
+
+    list_op = None
+    detail_op = None
+    show_full_result_count = False
+    list_per_page = 50
+
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(request, extra_context)
+        cl = (getattr(response, "context_data", None) or {}).get("cl")
+        if self.list_op and cl is not None and response.status_code == 200:
+            ledger_read(request, self.list_op, request.GET.get("project__name__exact", ""), len(cl.result_list))
+        return response
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        response = super().change_view(request, object_id, form_url, extra_context)
+        original = (getattr(response, "context_data", None) or {}).get("original")
+        if self.detail_op and original is not None and response.status_code == 200:
+            ledger_read(request, self.detail_op, getattr(original, "project_id", ""), 1)
+        return response
+
+
+class ViewOnlyAdmin(LedgeredAdmin):
+    """Append-only or derived data (console.md §1 rule 2): view permission only, for everyone."""
+
+    actions = None
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+def confirm_action(modeladmin, request, queryset, *, action, title, question, button, perform):
+    """Ask first (a confirmation page posting back to the changelist), then run `perform` per row."""
+    if request.POST.get("confirmed") == "yes":
+        for obj in queryset:
+            perform(obj)
+        return None
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": title, "question": question, "button": button, "action": action,
+        "queryset": queryset, "opts": modeladmin.model._meta,
+        "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+    }
+    return TemplateResponse(request, "admin/memoir/confirm_action.html", context)
+
+
+class ProjectNameFilter(admin.SimpleListFilter):
+    """Filter on a plain-text project column (the ledger's) by the known project names."""
+
+    title = "project"
+    parameter_name = "project"
+
+    def lookups(self, request, model_admin):
+        return [(name, name) for name in Project.objects.order_by("name").values_list("name", flat=True)[:500]]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(project=self.value()) if self.value() else queryset
+
+
+# --- projects -------------------------------------------------------------------------------------
+
+class ProjectForm(forms.ModelForm):
+    name = forms.CharField(max_length=63, validators=[RegexValidator(
+        PROJECT_NAME_RE, "A project name is a lowercase letter then up to 62 of a-z, 0-9 and _.")])
+    label = forms.CharField(required=False, help_text="Display text; the name is used when left blank.")
+    retention_days = forms.IntegerField(required=False, validators=[MinValueValidator(1), MaxValueValidator(36500)],
+                                        help_text="1 to 36500 days; blank keeps turns indefinitely.")
+
+    class Meta:
+        model = Project
+        fields = ("name", "label", "retention_days")
+
+    def clean(self):
+        data = super().clean()
+        if not (data.get("label") or "").strip():
+            data["label"] = data.get("name") or (self.instance.label if self.instance.pk else "")
+        return data
+
+
+class StoragePolicyForm(forms.ModelForm):
+    max_object_bytes = forms.IntegerField(validators=[MinValueValidator(1), MaxValueValidator(524288)])
+    max_bytes = forms.IntegerField(validators=[MinValueValidator(1), MaxValueValidator(1073741824)])
+    max_objects = forms.IntegerField(validators=[MinValueValidator(1), MaxValueValidator(100000)])
+    max_age_hours = forms.IntegerField(validators=[MinValueValidator(1), MaxValueValidator(8760)])
+
+    class Meta:
+        model = AgentStoragePolicy
+        fields = ("max_object_bytes", "max_bytes", "max_objects", "max_age_hours")
+
+
+class StoragePolicyInline(admin.StackedInline):
+    model = AgentStoragePolicy
+    form = StoragePolicyForm
+    fields = ("max_object_bytes", "max_bytes", "max_objects", "max_age_hours", "used_bytes", "used_objects")
+    readonly_fields = ("used_bytes", "used_objects")
+    can_delete = False
+    extra = 0
+    max_num = 1
+    verbose_name = "storage policy"
+    verbose_name_plural = "storage policy"
+
+    def has_add_permission(self, request, obj=None):
+        return False  # the project's insert trigger creates the policy
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Project, site=site)
+class ProjectAdmin(LedgeredAdmin):
+    list_op = "project.list"
+    list_display = ("name", "label", "retention", "suspended", "stored", "formed", "parked", "backlog",
+                    "oldest_unformed_age")
+    search_fields = ("name__startswith",)
+    ordering = ("name",)
+    form = ProjectForm
+    actions = ("suspend", "resume")
+
+    def get_queryset(self, request):
+        return console_selectors.with_formation_figures(super().get_queryset(request))
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ("name", "label", "retention_days")
+        return ("name", "label", "retention_days", "created_at", "suspended_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("name", "created_at", "suspended_at") if obj is not None else ()
+
+    def get_inlines(self, request, obj):
+        return [StoragePolicyInline] if obj is not None else []
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # projects are never deleted (governance.md §5)
+
+    @admin.display(description="retention")
+    def retention(self, obj):
+        return f"{obj.retention_days} days" if obj.retention_days else "indefinite"
+
+    @admin.display(description="suspended", boolean=True)
+    def suspended(self, obj):
+        return obj.suspended_at is not None
+
+    @admin.display(description="stored")
+    def stored(self, obj):
+        return obj.stored
+
+    @admin.display(description="formed")
+    def formed(self, obj):
+        return obj.formed
+
+    @admin.display(description="parked")
+    def parked(self, obj):
+        return obj.parked
+
+    @admin.display(description="backlog")
+    def backlog(self, obj):
+        return obj.backlog
+
+    @admin.display(description="oldest unformed age")
+    def oldest_unformed_age(self, obj):
+        return console_selectors.age(obj.oldest_unformed)
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        if not change:
+            created = services.create_project(name=data["name"], label=data["label"],
+                                              retention_days=data.get("retention_days"),
+                                              principal=principal_of(request), principal_kind=OPERATOR)
+            obj._state.adding = False
+            obj._state.db = created._state.db
+            return
+        if "label" in form.changed_data:
+            services.set_project_label(name=obj.pk, label=data["label"])
+        if "retention_days" in form.changed_data:
+            services.set_project_retention(name=obj.pk, retention_days=data.get("retention_days"),
+                                           principal=principal_of(request), principal_kind=OPERATOR)
+
+    def save_related(self, request, form, formsets, change):
+        for formset in formsets:
+            self.save_formset(request, form, formset, change)
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not AgentStoragePolicy:
+            return
+        for policy_form in formset.forms:
+            if not policy_form.has_changed():
+                continue
+            limits = {k: policy_form.cleaned_data[k] for k in StoragePolicyForm.Meta.fields}
+            try:
+                from governance.artifacts import configure_storage
+            except ImportError:
+                messages.error(request, "The storage policy service is not available; limits were not changed.")
+                return
+            try:
+                with transaction.atomic():
+                    configure_storage(project=form.instance.pk, principal=principal_of(request),
+                                      principal_kind=OPERATOR, **limits)
+            except DomainError as exc:
+                messages.error(request, f"Storage limits were not changed: {exc.message or exc.code}")
+
+    def _project_action(self, request, queryset, verb, service):
+        def perform(project):
+            service(name=project.pk, principal=principal_of(request), principal_kind=OPERATOR)
+            self.message_user(request, f"Project {project.pk}: {verb}ed.", messages.SUCCESS)
+
+        return confirm_action(self, request, queryset, action=verb, title=f"{verb.capitalize()} projects",
+                              question=f"{verb.capitalize()} these projects?", button=f"Yes, {verb}",
+                              perform=perform)
+
+    @admin.action(description="Suspend selected projects", permissions=["change"])
+    def suspend(self, request, queryset):
+        return self._project_action(request, queryset, "suspend", services.suspend_project)
+
+    @admin.action(description="Resume selected projects", permissions=["change"])
+    def resume(self, request, queryset):
+        return self._project_action(request, queryset, "resume", services.resume_project)
+
+
+# --- credentials ----------------------------------------------------------------------------------
+
+class RevokedFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return (("live", "live"), ("revoked", "revoked"))
+
+    def queryset(self, request, queryset):
+        if self.value() == "live":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+@admin.register(Credential, site=site)
+class CredentialAdmin(LedgeredAdmin):
+    list_op = "credential.list"
+    list_display = ("name", "project", "access", "token_prefix", "created_at", "revoked_at", "last_used_at")
+    list_filter = ("access", RevokedFilter)
+    list_select_related = ("project",)
+    search_fields = ("token_prefix__startswith",)
+    search_help_text = "Token prefix (mem_…), exact start."
+    ordering = ("-created_at",)
+    fields = ("credential_id", "name", "project", "access", "token_prefix", "created_at", "revoked_at",
+              "last_used_at")
+    readonly_fields = fields
+    actions = ("revoke",)
+
+    def has_add_permission(self, request):
+        return False  # credentials are issued on the "Issue credential" page, which shows the token once
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_revoke_permission(self, request):
+        return request.user.has_perm("governance.revoke_credential")
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}),
+                         "can_issue": request.user.has_perm("governance.issue_credential")}
+        return super().changelist_view(request, extra_context)
+
+    @admin.action(description="Revoke selected credentials", permissions=["revoke"])
+    def revoke(self, request, queryset):
+        def perform(credential):
+            if credential.revoked_at is not None:
+                self.message_user(request, f"{credential}: already revoked.", messages.WARNING)
+                return
+            services.revoke_credential(credential_id=credential.pk, principal=principal_of(request),
+                                       principal_kind=OPERATOR)
+            self.message_user(request, f"{credential}: revoked.", messages.SUCCESS)
+
+        return confirm_action(self, request, queryset, action="revoke", title="Revoke credentials",
+                              question="Revoke these credentials? Their tokens stop working at once; "
+                                       "this cannot be undone.", button="Yes, revoke", perform=perform)
+
+
+# --- compliance -----------------------------------------------------------------------------------
+
+def _receipt_table(deleted, residual):
+    keys = sorted(set(deleted or {}) | set(residual or {}))
+    rows = format_html_join(
+        "", '<tr class="{}"><th scope="row">{}</th><td class="deleted">{}</td><td class="residual">{}</td></tr>',
+        (("residual-nonzero" if (residual or {}).get(k) else "", k, (deleted or {}).get(k, "—"),
+          (residual or {}).get(k, "—")) for k in keys))
+    return format_html('<table class="erasure-receipt"><thead><tr><th>kind</th><th>deleted</th>'
+                       '<th>residual</th></tr></thead><tbody>{}</tbody></table>', rows)
+
+
+def receipt_is_clean(obj):
+    return obj.completed_at is not None and all(v == 0 for v in (obj.residual or {}).values())
+
+
+@admin.register(ErasureRequest, site=site)
+class ErasureRequestAdmin(ViewOnlyAdmin):
+    list_op = "erasure.list"
+    detail_op = "console.read"
+    list_display = ("request_id", "project", "selector_type", "requested_at", "completed_at", "is_clean")
+    list_filter = ("project",)
+    list_select_related = ("project",)
+    ordering = ("-requested_at",)
+    fields = ("request_id", "project", "selector_type", "selector_value", "reason", "principal",
+              "principal_kind", "requested_at", "completed_at", "is_clean", "receipt")
+    readonly_fields = fields
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}),
+                         "can_erase": request.user.has_perm("governance.run_erasure"),
+                         "can_export": request.user.has_perm("governance.run_export")}
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="selector")
+    def selector_type(self, obj):
+        selector = obj.selector or {}
+        return "sources" if selector.get("source_observation_ids") else "subject"
+
+    @admin.display(description="selected")
+    def selector_value(self, obj):
+        selector = obj.selector or {}
+        ids = selector.get("source_observation_ids")
+        if ids:
+            return f"{len(ids)} source observation(s)"
+        return selector.get("data_subject_id", "")
+
+    @admin.display(description="clean")
+    def is_clean(self, obj):
+        if obj.completed_at is None:
+            return "pending"
+        return format_html('<span class="receipt-{}">{}</span>', "clean" if receipt_is_clean(obj) else "dirty",
+                           "✓ clean" if receipt_is_clean(obj) else "✗ residual rows remain")
+
+    @admin.display(description="deleted / residual")
+    def receipt(self, obj):
+        if obj.completed_at is None:
+            return "not completed"
+        return _receipt_table(obj.deleted, obj.residual)
+
+
+@admin.register(RetentionSweep, site=site)
+class RetentionSweepAdmin(ViewOnlyAdmin):
+    list_display = ("sweep_id", "project", "swept_at", "observations", "deleted_total")
+    list_filter = ("project",)
+    list_select_related = ("project",)
+    ordering = ("-swept_at",)
+
+    @admin.display(description="rows deleted")
+    def deleted_total(self, obj):
+        return sum(v for v in (obj.deleted or {}).values() if isinstance(v, int))
+
+
+@admin.register(AuditEntry, site=site)
+class AuditEntryAdmin(ViewOnlyAdmin):
+    list_display = ("entry_id", "occurred_at", "operation", "outcome", "principal_kind", "principal", "project",
+                    "magnitude")
+    list_filter = ("operation", "outcome", "principal_kind", ProjectNameFilter)
+    date_hierarchy = "occurred_at"
+    ordering = ("-entry_id",)
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}),
+                         "can_activity": request.user.has_perm("governance.view_auditentry")}
+        return super().changelist_view(request, extra_context)
+
+
+@admin.register(AuditSeal, site=site)
+class AuditSealAdmin(ViewOnlyAdmin):
+    list_display = ("seal_id", "from_entry", "to_entry", "entry_count", "digest_hex", "sealed_at")
+    fields = ("seal_id", "from_entry", "to_entry", "entry_count", "entries_digest_hex", "previous_digest_hex",
+              "digest_hex", "sealed_at")
+    readonly_fields = fields
+    ordering = ("-seal_id",)
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}),
+                         "can_seal": request.user.has_perm("governance.seal_audit"),
+                         "can_verify": request.user.has_perm("governance.verify_audit")}
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="digest")
+    def digest_hex(self, obj):
+        return format_html('<code class="digest">{}</code>', hexdigest(obj.digest))
+
+    @admin.display(description="entries digest")
+    def entries_digest_hex(self, obj):
+        return format_html("<code>{}</code>", hexdigest(obj.entries_digest))
+
+    @admin.display(description="previous digest")
+    def previous_digest_hex(self, obj):
+        return format_html("<code>{}</code>", hexdigest(obj.previous_digest))
+
+
+@admin.register(DataSubject, site=site)
+class DataSubjectAdmin(ViewOnlyAdmin):
+    list_op = detail_op = "console.read"
+    list_display = ("subject_id", "project", "external_reference", "label", "created_at", "updated_at")
+    list_filter = ("project",)
+    list_select_related = ("project",)
+    search_fields = ("=subject_id", "=external_reference")
+    search_help_text = "Exact subject id or external reference."
+    fields = ("subject_id", "project", "external_reference", "label", "version", "previous_version",
+              "updated_by", "created_at", "updated_at", "inactive_after")
+    readonly_fields = fields
+    ordering = ("-created_at",)
+
+
+@admin.register(AgentArtifact, site=site)
+class AgentArtifactAdmin(ViewOnlyAdmin):
+    list_op = detail_op = "console.read"
+    list_display = ("artifact_id", "project", "kind", "name", "bytes", "digest", "updated_at", "expires_at")
+    list_filter = ("project", "kind")
+    list_select_related = ("project",)
+    search_fields = ("=artifact_id",)
+    # Artifact bytes are never rendered: size and digest only (console.md §1 rule 5).
+    fields = ("artifact_id", "project", "data_subject_id", "kind", "name", "bytes", "digest", "version",
+              "previous_version", "source_observation", "authored_by", "created_at", "updated_at", "expires_at")
+    readonly_fields = fields
+    ordering = ("-updated_at",)
+
+    @admin.display(description="digest")
+    def digest(self, obj):
+        return hexdigest(obj.last_digest)
+
+
+@admin.register(ProjectionKind, site=site)
+class ProjectionKindAdmin(ViewOnlyAdmin):
+    list_display = ("kind", "projection_table", "id_column", "survives_sharing", "description")
+
+
+# Console users and groups are managed by superusers on the same site.
+site.register(User, UserAdmin)
+site.register(Group, GroupAdmin)

@@ -1,0 +1,102 @@
+"""Ledger seals and their verification (governance.md §4.3): chained SHA-256 digests over audit_entry.
+
+Sealing runs in the SQL function memoir_audit_seal_now(); verification recomputes with the same
+memoir_audit_entries_digest() so both read the identical text.
+"""
+import hashlib
+import logging
+
+from django.db import connection, transaction
+
+from api.encoding import format_ts
+
+from . import audit
+
+logger = logging.getLogger(__name__)
+
+ZERO_DIGEST = bytes(32)
+_BATCH = 500
+
+
+def _seal_dict(row):
+    seal_id, from_entry, to_entry, entry_count, entries_digest, previous_digest, digest, sealed_at = row
+    return {
+        "seal_id": seal_id,
+        "from_entry": from_entry,
+        "to_entry": to_entry,
+        "entry_count": entry_count,
+        "entries_digest": bytes(entries_digest).hex(),
+        "previous_digest": bytes(previous_digest).hex(),
+        "digest": bytes(digest).hex(),
+        "sealed_at": format_ts(sealed_at),
+    }
+
+
+def seal(*, principal, principal_kind):
+    """Seal the entries written since the last seal (at most 100,000). Returns the seal, or None."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT seal_id, from_entry, to_entry, entry_count, entries_digest, previous_digest, digest,"
+                       " sealed_at FROM memoir_audit_seal_now()")
+        row = cursor.fetchone()
+    sealed = _seal_dict(row) if row else None
+    if sealed:
+        # The head digest goes to the log too, so it can be kept somewhere the database cannot reach.
+        logger.info("audit seal %s covers entries %s..%s, head %s", sealed["seal_id"], sealed["from_entry"],
+                    sealed["to_entry"], sealed["digest"])
+    audit.record_best_effort("audit.seal", principal, principal_kind, "", sealed["entry_count"] if sealed else 0)
+    return sealed
+
+
+def _first_failure(cursor):
+    """Walk every seal in order and name the first broken one, or return ""."""
+    previous_to, previous_digest, last_id = None, ZERO_DIGEST, 0
+    while True:
+        cursor.execute(
+            "SELECT s.seal_id, s.from_entry, s.to_entry, s.entry_count, s.entries_digest, s.previous_digest, s.digest,"
+            " (SELECT count(*) FROM audit_entry e WHERE e.entry_id BETWEEN s.from_entry AND s.to_entry),"
+            " memoir_audit_entries_digest(s.from_entry, s.to_entry)"
+            " FROM audit_seal s WHERE s.seal_id > %s ORDER BY s.seal_id LIMIT %s", [last_id, _BATCH])
+        rows = cursor.fetchall()
+        if not rows:
+            return ""
+        for seal_id, from_entry, to_entry, count, entries, prev, digest, counted, recomputed in rows:
+            entries, prev, digest, recomputed = bytes(entries), bytes(prev), bytes(digest), bytes(recomputed)
+            if previous_to is not None and from_entry != previous_to + 1:
+                return f"seal {seal_id}: gap before entry {from_entry}"
+            if counted != count:
+                return f"seal {seal_id}: entries removed or added"
+            if recomputed != entries:
+                return f"seal {seal_id}: altered entry"
+            if prev != previous_digest:
+                return f"seal {seal_id}: re-linked chain"
+            if hashlib.sha256(prev + recomputed).digest() != digest:
+                return f"seal {seal_id}: digest mismatch"
+            previous_to, previous_digest, last_id = to_entry, digest, seal_id
+
+
+def verify(*, principal, principal_kind):
+    """Check the whole seal chain: {valid, seals, entries, unsealed, head, failure}."""
+    nested = connection.in_atomic_block
+    with transaction.atomic(), connection.cursor() as cursor:
+        if not nested:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        cursor.execute("SELECT count(*), coalesce(sum(entry_count), 0) FROM audit_seal")
+        seals, entries = cursor.fetchone()
+        cursor.execute("SELECT to_entry, digest FROM audit_seal ORDER BY seal_id DESC LIMIT 1")
+        last = cursor.fetchone()
+        if last is None:
+            cursor.execute("SELECT count(*) FROM audit_entry")
+        else:
+            cursor.execute("SELECT count(*) FROM audit_entry WHERE entry_id > %s", [last[0]])
+        unsealed = cursor.fetchone()[0]
+        failure = _first_failure(cursor)
+    result = {
+        "valid": failure == "",
+        "seals": seals,
+        "entries": int(entries),
+        "unsealed": unsealed,
+        "head": bytes(last[1]).hex() if last else "",
+        "failure": failure,
+    }
+    audit.record_best_effort("audit.verify", principal, principal_kind, "", seals)
+    return result

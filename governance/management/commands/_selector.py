@@ -1,0 +1,40 @@
+"""Shared argument handling for the erasure and export commands (not a command itself)."""
+import sys
+
+from django.core.management.base import CommandError
+
+from governance import audit
+
+
+def add_selector_arguments(parser):
+    parser.add_argument("--project", required=True)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--subject", help="the data_subject_id to select")
+    group.add_argument("--sources", metavar="FILE", help="a file of observation UUIDs, one per line ('-' reads stdin)")
+
+
+def read_sources(path):
+    """The non-empty lines of FILE (or stdin), or None when no file was named."""
+    if path is None:
+        return None
+    try:
+        handle = sys.stdin if path == "-" else open(path, encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    with handle:
+        return [line.strip() for line in handle if line.strip()]
+
+
+def refuse(op, project, err):
+    """A refused CLI attempt leaves its ledger row, then fails the command."""
+    audit.record_best_effort(op, audit.CLI_PRINCIPAL, "operator", project if err.status != 404 else "", 0, "refused")
+    raise CommandError(err.message or err.code)
+
+
+def parse_limit(value):
+    """--limit N: 0..500, where 0 (or omitted) means 100."""
+    if value is None or value == 0:
+        return 100
+    if not 0 <= value <= 500:
+        raise CommandError("--limit is 0..500 (0 means 100)")
+    return value
