@@ -6,7 +6,19 @@ from memory import curation, feedback
 from .base import Result, V1View
 from .encoding import format_ts
 from .errors import ApiError
-from .jsonbody import BOOL, INT, STR, TIMESTAMP, UUID_STR, ArrayOf, Obj, canonical_uuid, has_nul, is_blank, utf8_len
+from .jsonbody import (
+    BOOL,
+    INT,
+    STR,
+    TIMESTAMP,
+    UUID_STR,
+    ArrayOf,
+    Obj,
+    canonical_uuid,
+    has_nul,
+    is_blank,
+    utf8_len,
+)
 from .turns import subject_or_none
 
 MAX_SUBJECT_BYTES = 1_024

@@ -8,7 +8,17 @@ from pathlib import Path
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+BENCH_DIR = Path(__file__).resolve().parent
+
+
+def project_path_first():
+    """bench/formation.py would shadow the `formation` package: keep bench/ off the import path."""
+    sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() not in (BENCH_DIR, ROOT)]
+
+
+project_path_first()
+# Celery's Django fixup puts the working directory first on sys.path; make that the repository root.
+os.chdir(ROOT)
 
 BENCH_DB = os.environ.get("MEMOIR_BENCH_DB", "memoir_bench")
 
@@ -43,6 +53,7 @@ def ensure_bench_database(*, fresh=False):
 def setup_django():
     os.environ["DATABASE_URL"] = bench_url()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+    project_path_first()
     import django
 
     django.setup()

@@ -103,17 +103,6 @@ def extractor_in_use():
         return f"unavailable ({type(exc).__name__})"
 
 
-def refusal_summary(*, project, limit):
-    """Refusal counts by (reason, predicate), largest first; limit 0 means 100 (api.md §9)."""
-    limit = limit or 100
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT reason, predicate, count(*) FROM rejected_claim WHERE scope = %s"
-            " GROUP BY reason, predicate ORDER BY count(*) DESC, reason, predicate LIMIT %s",
-            [project, limit])
-        return [{"reason": r, "predicate": p, "count": n} for r, p, n in cursor.fetchall()]
-
-
 def ledger_activity(*, hours):
     """Ledger counts by (operation, outcome) over the last `hours` hours."""
     with connection.cursor() as cursor:

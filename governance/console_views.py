@@ -223,8 +223,10 @@ def refusal_summary(request):
     form = RefusalSummaryForm(request.GET if "project" in request.GET else None)
     rows = None
     if form.is_bound and form.is_valid():
+        from governance.export import refusal_summary as summarise
+
         project = form.cleaned_data["project"].name
-        rows = console_selectors.refusal_summary(project=project, limit=form.cleaned_data.get("limit") or 0)
+        rows = summarise(project=project, limit=form.cleaned_data.get("limit") or 100)
         base = reverse("admin:memory_rejectedclaim_changelist")
         for row in rows:
             row["url"] = base + "?" + urlencode({"project__name__exact": project, "reason__exact": row["reason"],

@@ -54,16 +54,18 @@ class Selection:
         return f"{alias}.scope = %s AND {alias}.observation_id = ANY(%s::uuid[])", [self.project, self.ids]
 
     def source_in(self, column):
-        """`column` names an observation of the selection."""
+        """`column` names an observation of the selection; callers also filter their own table on scope."""
         if self.subject is not None:
             return (f"{column} IN (SELECT so.observation_id FROM observation so"
                     " WHERE so.scope = %s AND so.data_subject_id = %s)"), [self.project, self.subject]
         return f"{column} = ANY(%s::uuid[])", [self.ids]
 
-    def source_in_or(self, column, locked):
-        """As source_in, also counting the observations locked at the start (for residuals after the delete)."""
-        sql, params = self.source_in(column)
-        return f"({sql} OR {column} = ANY(%s::uuid[]))", [*params, locked]
+    def selected_or_locked(self, column, locked):
+        """`column` names an observation of the selection now, or one locked at the start (which were this
+        project's); for residuals after the delete. Scoped without help from the caller's table."""
+        sql, params = self.observation_filter("so")
+        return (f"({column} = ANY(%s::uuid[]) OR {column} IN (SELECT so.observation_id FROM observation so"
+                f" WHERE {sql}))"), [locked, *params]
 
     def registrations(self, alias):
         """Registrations made by the selection."""
@@ -253,7 +255,7 @@ def remove_selection(cursor, selection, registry, locked):
     for key, table, column in (("message", "turn_message m", "m.observation_id"),
                                ("fact_evidence", "fact_evidence ev", "ev.source_observation_id"),
                                ("observation", "observation o", "o.observation_id")):
-        sql, params = selection.source_in_or(column, locked)
+        sql, params = selection.selected_or_locked(column, locked)
         residual[key] = _count(cursor, f"SELECT count(*) FROM {table} WHERE {sql}", params)
     return deleted, residual
 
@@ -276,9 +278,10 @@ def _delete_observations(cursor, selection, deleted):
     a_sql, a_params = selection.source_in("a.source_observation_id")
     deleted["agent_artifact"] = deleted.get("agent_artifact", 0) + _count(
         cursor, f"SELECT count(*) FROM agent_artifact a WHERE a.scope = %s AND {a_sql}", [project, *a_params])
-    m_sql, m_params = selection.source_in("m.observation_id")
-    deleted["message"] = _count(cursor, f"SELECT count(*) FROM turn_message m WHERE {m_sql}", m_params)
     o_sql, o_params = selection.observation_filter("o")
+    deleted["message"] = _count(
+        cursor, f"SELECT count(*) FROM turn_message m JOIN observation o ON o.observation_id = m.observation_id"
+        f" WHERE {o_sql}", o_params)
     cursor.execute(f"DELETE FROM observation o WHERE {o_sql}", o_params)
     deleted["observation"] = cursor.rowcount
 

@@ -241,8 +241,10 @@ def _end_key(kind, speaker_subject_id, normalized_name):
     return ("named", normalized_name)
 
 
-def _lock_targets(cursor, project, fact_ids):
-    """Take the sorted claim-source locks for every evidence source, then the facts FOR UPDATE."""
+def _lock_targets(cursor, project, fact_ids, *, lock_subjects=False):
+    """Take the sorted claim-source locks for every evidence source, then the facts FOR UPDATE.
+    A correction also locks the subject entities first, in the claim writer's order (entity, then
+    slot facts), so it cannot deadlock with formation superseding in the same slot."""
     cursor.execute(
         "SELECT DISTINCT source_observation_id, source_ordinal FROM fact_evidence"
         " WHERE scope = %s AND fact_id = ANY(%s::uuid[])",
@@ -267,6 +269,13 @@ def _lock_targets(cursor, project, fact_ids):
         " ORDER BY observation_id FOR KEY SHARE",
         [project, observations],
     )
+    if lock_subjects:
+        # subject_entity_id never changes on a fact, so reading it before the fact lock is stable.
+        cursor.execute(
+            "SELECT 1 FROM entity WHERE scope = %s AND entity_id IN (SELECT subject_entity_id FROM fact"
+            " WHERE scope = %s AND fact_id = ANY(%s::uuid[])) ORDER BY entity_id FOR NO KEY UPDATE",
+            [project, project, fact_ids],
+        )
     cursor.execute(
         "SELECT f.fact_id::text, f.version::text, upper_inf(f.valid) AND upper_inf(f.known), f.subject_entity_id,"
         " f.predicate, f.data_subject_id, s.identity_kind, s.speaker_subject_id, s.normalized_name,"
@@ -303,7 +312,7 @@ def _retract_within(cursor, *, caller, items, require_subject=False):
     fact_ids = [item["id"] for item in items]
     if len(set(fact_ids)) != len(fact_ids):
         raise _invalid("record ids must be distinct within the batch")
-    targets = _lock_targets(cursor, caller.project, fact_ids)
+    targets = _lock_targets(cursor, caller.project, fact_ids, lock_subjects=require_subject)
     for item in items:
         target = targets.get(item["id"])
         if target is None:

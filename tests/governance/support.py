@@ -2,12 +2,14 @@
 segments, curated claims and retractions are inserted with the SQL their services use, registered the same way."""
 import hashlib
 import json
+import os
 import random
 import string
 import uuid
 from datetime import timedelta
 
 from django.db import connection
+from django.utils import timezone
 
 from formation.driver import drain
 from formation.rules import RulesProposer
@@ -87,8 +89,10 @@ def subject_counts(project, subject):
     return {key: one(sql, {"p": project, "s": subject})[0] for key, sql in SUBJECT_COUNTS.items()}
 
 
-def say(project, subject, text, *, key=None, role="user"):
-    receipt = services.observe(project=project, data_subject_id=subject, idempotency_key=key,
+def say(project, subject, text, *, key=None, role="user", minutes_ago=None):
+    """Append one turn; `minutes_ago` dates it explicitly (inside one transaction now() never moves)."""
+    occurred_at = timezone.now() - timedelta(minutes=minutes_ago) if minutes_ago is not None else None
+    receipt = services.observe(project=project, data_subject_id=subject, idempotency_key=key, occurred_at=occurred_at,
                                messages=[{"role": role, "content": text, "group_ordinal": 0}])
     return receipt.id
 
@@ -97,19 +101,17 @@ def form(project):
     return drain(project, proposer=RulesProposer())
 
 
-def register_subject(project, reference):
+def register_subject(project, reference, *, inactive_after=None):
+    """A registered subject (as governance.subjects writes one) with one retry key; `inactive_after` is an
+    interval from now, e.g. "-1 day"."""
     subject_id = str(uuid.uuid4())
     with connection.cursor() as cursor:
         cursor.execute("INSERT INTO data_subject (subject_id, scope, external_reference, label, version, updated_by,"
-                       " created_at, updated_at) VALUES (%s, %s, %s, '', gen_random_uuid(), 'test', now(), now())",
-                       [subject_id, project, reference])
+                       " created_at, updated_at, inactive_after) VALUES (%s, %s, %s, '', gen_random_uuid(), 'test',"
+                       " now(), now(), now() + %s::interval)", [subject_id, project, reference, inactive_after])
         cursor.execute("INSERT INTO subject_retry (scope, key_digest, request_digest, subject_id)"
-                       " VALUES (%s, %s, %s, %s)", [project, os_random(32), os_random(32), subject_id])
+                       " VALUES (%s, %s, %s, %s)", [project, os.urandom(32), os.urandom(32), subject_id])
     return subject_id
-
-
-def os_random(n):
-    return uuid.uuid4().bytes * (n // 16)
 
 
 def register(cursor, project, source, kind, projection_id, subject, retention_until=None):
@@ -210,8 +212,6 @@ def fact_of(project, observation_id):
     return row[0] if row else None
 
 
-def past(days=2):
-    """A `now` for the retention sweep that lies `days` in the future, so deadlines before it are due."""
-    from django.utils import timezone
-
+def later(days=2):
+    """A `now` for the retention sweep that lies `days` ahead, so every deadline before it is due."""
     return timezone.now() + timedelta(days=days)

@@ -67,7 +67,7 @@ def test_multibyte_whitespace_at_a_cut_is_whitespace():
     lo, hi = 2, len(raw) - 2
     context, context_start, _ = legible(raw[lo:hi], lo, start, start + 5, len(raw))
     assert context == "fin QUOTE suite"
-    assert context_start == raw.index("fin".encode())
+    assert context_start == raw.index(b"fin")
 
 
 def test_only_the_cut_edge_is_trimmed():

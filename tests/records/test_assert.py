@@ -2,7 +2,11 @@
 the batch transaction, idempotency keys, and all-or-nothing batches."""
 import uuid
 
+import pytest
+from django.db import connection, transaction
+
 from memory import services
+from memory.errors import RateLimited
 
 from .conftest import fact, ledger, one, rows
 
@@ -34,9 +38,6 @@ def test_new_assertion_is_a_born_formed_curated_observation_with_authored_eviden
     assert formed_at is not None
     assert rows("SELECT ordinal, role, content FROM turn_message WHERE observation_id = %s",
                 [record["source_observation_id"]]) == [(0, "user", statement)]
-    # Born formed: no backlog reservation is held for it.
-    assert rows("SELECT 1 FROM ingestion_reservation WHERE observation_id = %s",
-                [record["source_observation_id"]]) == []
 
     version, valid, known, subject_entity, object_entity, predicate, stored_statement = fact(record["id"])
     assert version == record["version"]
@@ -176,3 +177,16 @@ def test_read_only_credentials_cannot_assert(api):
     status, body = api.post("/records/assert", {"records": [_item()]})
     assert (status, body["error"]["code"]) == (403, "forbidden")
     assert rows("SELECT count(*) FROM observation WHERE scope = %s", [api.project]) == [(0,)]
+
+
+def test_assertions_take_no_reservation_and_work_with_the_backlog_full(api):
+    rows("UPDATE ingestion_budget SET pending = max_pending RETURNING 1")
+    record = api.assert_record("Alice", "works_at", "Acme")
+    with connection.cursor() as cursor:
+        # Fire the deferred reservation trigger now, as the commit would.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    assert rows("SELECT 1 FROM ingestion_reservation WHERE observation_id = %s",
+                [record["source_observation_id"]]) == []
+    # The control: a turn under the same budget is refused.
+    with pytest.raises(RateLimited), transaction.atomic():
+        services.observe(project=api.project, messages=[{"role": "user", "content": "Hi.", "group_ordinal": 0}])

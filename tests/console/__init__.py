@@ -1,0 +1,1 @@
+"""Browser tests of the operator console (console.md §6)."""
