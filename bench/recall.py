@@ -185,20 +185,20 @@ def http_run(url, token, questions, concurrency):
 
 
 def direct_sql(conn, question):
-    """What recall's selector sends, on a bare psycopg connection: the anchor query, then the walk."""
+    """What recall's selector sends, on a bare psycopg connection: the anchor query, then the walk, both
+    as prepared statements exactly as the server sends them."""
     from memory import recall
 
     found = recall.check_question(question)
-    sql = recall._ANCHOR_NAMED + f" LIMIT {recall.MAX_ANCHORS + 1}"
-    anchors = [row[0] for row in conn.execute(sql, {"project": PROJECT, "terms": found}).fetchall()]
-    walk, params = recall.walk_statement(project=PROJECT, anchors=anchors)
-    return conn.execute(walk, params).fetchall()
+    with conn.cursor() as cursor:
+        anchors = [a["entity_id"] for a in recall._anchors(cursor, PROJECT, found, None)]
+        walk, params = recall.walk_statement(project=PROJECT, anchors=anchors)
+        return cursor.execute(walk, params, prepare=True).fetchall()
 
 
 def sql_run(questions):
     latencies = []
-    # ClientCursor binds parameters client-side, as Django's backend does, so plans match the server's.
-    with psycopg.connect(bench_url(), autocommit=True, cursor_factory=psycopg.ClientCursor) as conn:
+    with psycopg.connect(bench_url(), autocommit=True) as conn:
         for question in questions:
             started = time.perf_counter()
             direct_sql(conn, question)
@@ -206,22 +206,41 @@ def sql_run(questions):
     return summary(latencies)
 
 
-def explain(label, question, **walk_options):
+def explain(label, questions, **walk_options):
+    """EXPLAIN (ANALYZE, BUFFERS) of the anchor query and the walk: the custom plan PostgreSQL makes for
+    the first executions, then the generic plan a prepared statement may switch to (via auto_explain)."""
     from memory import recall
 
+    question = questions[0]
+    plans = []
     with psycopg.connect(bench_url(), autocommit=True, cursor_factory=psycopg.ClientCursor) as conn:
         found = recall.check_question(question)
         anchor_sql = recall._ANCHOR_NAMED + f" LIMIT {recall.MAX_ANCHORS + 1}"
-        plans = ["\n".join(r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + anchor_sql,
-                                                      {"project": PROJECT, "terms": found}))]
+        plans.append("\n".join(r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + anchor_sql,
+                                                        {"project": PROJECT, "terms": found})))
         anchors = [row[0] for row in conn.execute(anchor_sql, {"project": PROJECT, "terms": found}).fetchall()]
         walk, params = recall.walk_statement(project=PROJECT, anchors=anchors, **walk_options)
         plans.append("\n".join(r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + walk, params)))
+    notices = []
+    with psycopg.connect(bench_url(), autocommit=True) as conn:
+        conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+        for setting in ("LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+                        "SET auto_explain.log_analyze = on", "SET auto_explain.log_buffers = on",
+                        "SET plan_cache_mode = force_generic_plan"):
+            conn.execute(setting)
+        with conn.cursor() as cursor:
+            anchors = [a["entity_id"] for a in recall._anchors(cursor, PROJECT, recall.check_question(question), None)]
+            walk, params = recall.walk_statement(project=PROJECT, anchors=anchors, **walk_options)
+            cursor.execute("SET client_min_messages = log")
+            cursor.execute(walk, params, prepare=True).fetchall()
+            cursor.execute("SET client_min_messages = notice")
+    generic = [n for n in notices if "walk" in n and "Recursive Union" in n]
+    plans.append("generic plan (prepared statement, auto_explain):\n" + (generic[-1] if generic else "(none)"))
     text = "\n\n".join(plans)
     seq = re.findall(r"Seq Scan on (entity|fact)\b", text)
     times = re.findall(r"Execution Time: ([0-9.]+) ms", text)
     print(f"\n---- EXPLAIN {label} ({question!r}, {walk_options or 'current read, 1 hop'}):"
-          f" execution {' + '.join(times)} ms; seq scans on entity/fact: {seq or 'none'}")
+          f" custom-plan execution {' + '.join(times)} ms; seq scans on entity/fact: {seq or 'none'}")
     print(text)
     return not seq
 
@@ -255,11 +274,12 @@ def main():
         print(f"framework floor: GET /v1/freshness c=1 {fmt(baseline)}")
 
         ok_plans = all([
-            explain("ordinary", ordinary[0]),
-            explain("capped", question_for(ORDINARY + 1)),
-            explain("hub", question_for(ORDINARY)),
-            explain("ordinary 2 hops", ordinary[1], hops=2),
-            explain("hub as_of", question_for(ORDINARY), as_of=datetime.now(UTC)),
+            explain("ordinary", ordinary),
+            explain("capped", [question_for(ORDINARY + 1)]),
+            explain("hub", [question_for(ORDINARY)]),
+            explain("ordinary 2 hops", ordinary[1:], hops=2),
+            explain("hub as_of", [question_for(ORDINARY)], as_of=datetime.now(UTC)),
+            explain("hub as_known_at", [question_for(ORDINARY)], as_known_at=datetime.now(UTC)),
         ])
         c1 = results["ordinary"][0]
         print("\ntargets:")

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
-from psycopg.types.range import Range
 
 from . import ids
 from .text import normalize
@@ -59,16 +58,15 @@ class Claim:
 
 
 def lock_source(cursor, project, observation_id):
-    """The source lock every formation writer takes; serializes with an erasure's FOR UPDATE."""
+    """The source lock every formation writer takes; serializes with an erasure's FOR UPDATE.
+
+    The advisory lock and the row's FOR KEY SHARE are one round trip. Returns
+    (data_subject_id, retention_until, extractor_version); raises SourceGone when the row was erased."""
     cursor.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended('memoir:claim-source:' || %s || ':' || %s, 0))",
-        [project, str(observation_id)],
-    )
-    cursor.execute(
-        "SELECT data_subject_id, retention_until, extractor_version FROM observation"
-        " WHERE scope = %s AND observation_id = %s FOR KEY SHARE",
-        [project, str(observation_id)],
-    )
+        "SELECT o.data_subject_id, o.retention_until, o.extractor_version"
+        " FROM (SELECT pg_advisory_xact_lock(hashtextextended('memoir:claim-source:' || %s || ':' || %s, 0))) l,"
+        " observation o WHERE o.scope = %s AND o.observation_id = %s FOR KEY SHARE OF o",
+        [project, str(observation_id), project, str(observation_id)])
     row = cursor.fetchone()
     if row is None:
         raise SourceGone()
@@ -91,21 +89,18 @@ def register(cursor, source, kind, projection_id, *, data_subject_id, retention_
     )
 
 
-def _bind_speaker(cursor, source, speaker_terms, claim):
-    """Which ends are the speaker; refuses first-person claims not spoken by the principal."""
+def _bind_speaker(source, speaker_terms, claim, locked_subject):
+    """Which ends are the speaker; refuses first-person claims not spoken by the principal.
+
+    `locked_subject` is the observation's data_subject_id as re-read under the source lock; the message
+    role cannot change (turn_message refuses UPDATE), so the role formation read is the stored one."""
     subject_is_speaker = normalize(claim.subject) in speaker_terms
     object_is_speaker = normalize(claim.object) in speaker_terms
     if not (subject_is_speaker or object_is_speaker):
         return False, False
     if source.role != "user":
         raise ClaimRefused("not_spoken_by_principal")
-    cursor.execute(
-        "SELECT o.data_subject_id, m.role FROM observation o JOIN turn_message m ON m.observation_id = o.observation_id"
-        " WHERE o.scope = %s AND o.observation_id = %s AND m.ordinal = %s FOR KEY SHARE",
-        [source.project, str(source.observation_id), source.ordinal],
-    )
-    row = cursor.fetchone()
-    if row is None or not row[0] or row[1] != "user":
+    if not locked_subject:
         raise ClaimRefused("unresolvable_subject")
     return subject_is_speaker, object_is_speaker
 
@@ -117,18 +112,23 @@ def _end_key(name, is_speaker, source):
     return ("named", normalized) if normalized else ("none", "")
 
 
+_REGISTER_ENTITY = (
+    " INSERT INTO projection_dependency (scope, source_observation_id, projection_kind, projection_id,"
+    " data_subject_id, retention_until, pipeline_version, registered_at)"
+    " SELECT %s, %s, 'entity', e.entity_id::text, %s, %s, 'v1', now() FROM e ON CONFLICT DO NOTHING")
+
+
 def _speaker_entity(cursor, source, registration):
     cursor.execute(
-        "INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
+        "WITH e AS (INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
         " resolution_version, identity_kind, speaker_subject_id, first_seen_at)"
-        " VALUES (gen_random_uuid(), %s, 'speaker', 'speaker', 'person', '{}', 'entity/speaker-v1', 'speaker', %s, now())"
-        " ON CONFLICT (scope, speaker_subject_id) WHERE identity_kind = 'speaker'"
-        " DO UPDATE SET resolution_version = entity.resolution_version RETURNING entity_id",
-        [source.project, source.data_subject_id],
-    )
-    entity_id = cursor.fetchone()[0]
-    register(cursor, source, "entity", entity_id, **registration)
-    return entity_id
+        " VALUES (gen_random_uuid(), %s, 'speaker', 'speaker', 'person', '{}', 'entity/speaker-v1', 'speaker', %s,"
+        " now()) ON CONFLICT (scope, speaker_subject_id) WHERE identity_kind = 'speaker'"
+        " DO UPDATE SET resolution_version = entity.resolution_version RETURNING entity_id),"
+        " r AS (" + _REGISTER_ENTITY + ") SELECT entity_id FROM e",
+        [source.project, source.data_subject_id, source.project, str(source.observation_id),
+         registration["data_subject_id"], registration["retention_until"]])
+    return cursor.fetchone()[0]
 
 
 def _named_entity(cursor, source, name, entity_type, registration):
@@ -137,93 +137,93 @@ def _named_entity(cursor, source, name, entity_type, registration):
     normalized = normalize(name)
     if not normalized:
         return None
+    # One round trip: the upsert (whose no-op update holds the row lock until commit), the name receipt
+    # and the registration.
     cursor.execute(
-        "INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
+        "WITH e AS (INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
         " resolution_version, identity_kind, first_seen_at)"
         " VALUES (gen_random_uuid(), %s, %s, %s, %s, '{}', 'entity/v1', 'named', now())"
         " ON CONFLICT (scope, normalized_name) WHERE identity_kind = 'named'"
         " DO UPDATE SET resolution_version = entity.resolution_version"
-        " RETURNING entity_id, canonical_name, aliases",
-        [source.project, name, normalized, entity_type],
-    )
+        " RETURNING entity_id, canonical_name, aliases),"
+        " n AS (INSERT INTO entity_name_receipt (scope, source_observation_id, entity_id, name, name_hash,"
+        " normalized_name) SELECT %s, %s, e.entity_id, %s, %s, %s FROM e ON CONFLICT DO NOTHING),"
+        " r AS (" + _REGISTER_ENTITY + ") SELECT entity_id, canonical_name, aliases FROM e",
+        [source.project, name, normalized, entity_type,
+         source.project, str(source.observation_id), name, hashlib.sha256(name.encode()).digest(), normalized,
+         source.project, str(source.observation_id), registration["data_subject_id"],
+         registration["retention_until"]])
     entity_id, canonical, aliases = cursor.fetchone()
-    cursor.execute(
-        "INSERT INTO entity_name_receipt (scope, source_observation_id, entity_id, name, name_hash, normalized_name)"
-        " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-        [
-            source.project,
-            str(source.observation_id),
-            entity_id,
-            name,
-            hashlib.sha256(name.encode()).digest(),
-            normalized,
-        ],
-    )
     if name != canonical and name not in aliases:
         if len(aliases) >= MAX_ALIASES:
             raise ClaimRefused("entity_name_limit")
         # The upsert above holds the row lock, so this read-modify-write cannot lose an alias.
-        cursor.execute(
-            "UPDATE entity SET aliases = (SELECT array_agg(a ORDER BY a) FROM unnest(aliases || %s::text)"
-            " a) WHERE entity_id = %s",
-            [name, entity_id],
-        )
-    register(cursor, source, "entity", entity_id, **registration)
+        cursor.execute("UPDATE entity SET aliases = (SELECT array_agg(a ORDER BY a) FROM unnest(aliases || %s::text)"
+                       " a) WHERE entity_id = %s", [name, entity_id])
     return entity_id
 
 
-def _learned_at(cursor, source, subject_id, predicate, valid_from, single):
-    if not single:
-        cursor.execute("SELECT clock_timestamp()")
-        return cursor.fetchone()[0]
-    # Keep every range non-empty and never reversed, whatever order claims arrive in.
-    cursor.execute(
-        "SELECT greatest(clock_timestamp(),"
-        " (SELECT max(lower(known)) + interval '1 microsecond' FROM fact WHERE scope = %s AND subject_entity_id = %s"
-        "  AND predicate = %s AND upper_inf(valid) AND upper_inf(known) AND lower(valid) < %s),"
-        " (SELECT max(upper(known)) FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
-        "  AND NOT upper_inf(known) AND valid && tstzrange(%s, NULL)))",
-        [
-            source.project,
-            subject_id,
-            predicate,
-            valid_from,
-            source.project,
-            subject_id,
-            predicate,
-            valid_from,
-        ],
-    )
-    return cursor.fetchone()[0]
+def _supersede(cursor, source, new_fact_id, subject_id, predicate, valid_from, known_from, registration):
+    """Close the slot's current values that start before `valid_from` (formation.md §7.2 steps 7–8).
 
-
-def _supersede(cursor, source, new_fact_id, subject_id, predicate, valid_from, learned_at, registration):
+    Locks them first, then takes knowledge time after every lock, so ranges are never empty or reversed.
+    Returns the knowledge time of the new fact."""
     cursor.execute(
-        "SELECT fact_id, valid, known FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
+        "SELECT fact_id FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
         " AND upper_inf(valid) AND upper_inf(known) AND lower(valid) < %s FOR UPDATE",
         [source.project, subject_id, predicate, valid_from],
     )
-    for old_id, old_valid, old_known in cursor.fetchall():
+    old_ids = [row[0] for row in cursor.fetchall()]
+    if known_from is None:
         cursor.execute(
-            "INSERT INTO fact_history (history_id, scope, fact_id, valid, known, source_observation_id)"
-            " VALUES (gen_random_uuid(), %s, %s, %s, tstzrange(%s, %s), %s) RETURNING history_id",
-            [source.project, old_id, old_valid, old_known.lower, learned_at, str(source.observation_id)],
+            "SELECT greatest(clock_timestamp(),"
+            " (SELECT max(lower(known)) + interval '1 microsecond' FROM fact WHERE scope = %s"
+            "  AND subject_entity_id = %s AND predicate = %s AND upper_inf(valid) AND upper_inf(known)"
+            "  AND lower(valid) < %s),"
+            " (SELECT max(upper(known)) FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
+            "  AND NOT upper_inf(known) AND valid && tstzrange(%s, NULL)))",
+            [source.project, subject_id, predicate, valid_from, source.project, subject_id, predicate, valid_from],
         )
-        history_id = cursor.fetchone()[0]
-        # The history row belongs to every source of the old fact, and to this one.
+        known_from = cursor.fetchone()[0]
+    for old_id in old_ids:
+        # One round trip per closed value: archive its intervals, register the archive under every source of
+        # the old fact and under this one, then close it (its id stays; the trigger changes its version).
         cursor.execute(
-            "INSERT INTO projection_dependency (scope, source_observation_id, projection_kind, projection_id,"
-            " data_subject_id, retention_until, pipeline_version, registered_at)"
-            " SELECT scope, source_observation_id, 'fact_history', %s, data_subject_id, retention_until, 'v1', now()"
-            " FROM projection_dependency WHERE projection_kind = 'fact' AND fact_ref = %s ON CONFLICT DO NOTHING",
-            [str(history_id), old_id],
-        )
-        register(cursor, source, "fact_history", history_id, **registration)
-        cursor.execute(
-            "UPDATE fact SET valid = tstzrange(lower(valid), %s), known = tstzrange(%s, NULL),"
+            "WITH h AS (INSERT INTO fact_history (history_id, scope, fact_id, valid, known, source_observation_id)"
+            "  SELECT gen_random_uuid(), scope, fact_id, valid, tstzrange(lower(known), %s), %s FROM fact"
+            "  WHERE fact_id = %s RETURNING history_id),"
+            " inherited AS (INSERT INTO projection_dependency (scope, source_observation_id, projection_kind,"
+            "  projection_id, data_subject_id, retention_until, pipeline_version, registered_at)"
+            "  SELECT d.scope, d.source_observation_id, 'fact_history', h.history_id::text, d.data_subject_id,"
+            "  d.retention_until, 'v1', now() FROM projection_dependency d, h"
+            "  WHERE d.projection_kind = 'fact' AND d.fact_ref = %s ON CONFLICT DO NOTHING),"
+            " own AS (INSERT INTO projection_dependency (scope, source_observation_id, projection_kind,"
+            "  projection_id, data_subject_id, retention_until, pipeline_version, registered_at)"
+            "  SELECT %s, %s, 'fact_history', h.history_id::text, %s, %s, 'v1', now() FROM h ON CONFLICT DO NOTHING)"
+            " UPDATE fact SET valid = tstzrange(lower(valid), %s), known = tstzrange(%s, NULL),"
             " superseded_by_id = %s, supersession_source_id = %s WHERE fact_id = %s",
-            [valid_from, learned_at, str(new_fact_id), str(source.observation_id), old_id],
+            [known_from, str(source.observation_id), old_id, old_id,
+             source.project, str(source.observation_id), registration["data_subject_id"],
+             registration["retention_until"],
+             valid_from, known_from, str(new_fact_id), str(source.observation_id), old_id],
         )
+    return known_from
+
+
+_INSERT_FACT = (
+    # One round trip: the fact, its evidence (the span trigger re-checks the bytes) and its registration.
+    "WITH t AS (SELECT coalesce(%s::timestamptz, clock_timestamp()) AS learned),"
+    " f AS (INSERT INTO fact (fact_id, scope, subject_entity_id, object_entity_id, predicate, cardinality, statement,"
+    "  valid, known, confidence, source_role, data_subject_id, recorded_at, retention_until, version)"
+    "  SELECT %s, %s, %s, %s, %s, %s, %s, tstzrange(%s, NULL), tstzrange(t.learned, NULL), %s, %s, %s, t.learned,"
+    "  %s, gen_random_uuid() FROM t RETURNING fact_id),"
+    " ev AS (INSERT INTO fact_evidence (scope, fact_id, source_observation_id, source_ordinal, quote, byte_start,"
+    "  byte_end, extractor_version, authored_by) SELECT %s, f.fact_id, %s, %s, %s, %s, %s, %s, %s FROM f),"
+    " r AS (INSERT INTO projection_dependency (scope, source_observation_id, projection_kind, projection_id,"
+    "  data_subject_id, retention_until, pipeline_version, registered_at)"
+    "  SELECT %s, %s, 'fact', f.fact_id::text, %s, %s, 'v1', now() FROM f ON CONFLICT DO NOTHING)"
+    " SELECT fact_id FROM f"
+)
 
 
 def write_claim(cursor, *, source, claim, speaker_terms, authored_by=None, valid_from=None, known_from=None):
@@ -231,84 +231,49 @@ def write_claim(cursor, *, source, claim, speaker_terms, authored_by=None, valid
     claim was withdrawn by a retraction. Raises ClaimRefused or SourceGone."""
     subject_id_text, retention_until, pin = lock_source(cursor, source.project, source.observation_id)
     registration = {"data_subject_id": subject_id_text, "retention_until": retention_until}
-    subject_is_speaker, object_is_speaker = _bind_speaker(cursor, source, speaker_terms, claim)
+    subject_is_speaker, object_is_speaker = _bind_speaker(source, speaker_terms, claim, subject_id_text)
     if pin is not None and pin != source.extractor_version:
         raise SourceGone()
     subject_end = _end_key(claim.subject, subject_is_speaker, source)
     object_end = _end_key(claim.object, object_is_speaker, source)
     signature = ids.claim_signature(claim.predicate, subject_end, object_end)
-    cursor.execute(
-        "SELECT 1 FROM record_retraction WHERE scope = %s AND source_observation_id = %s"
-        " AND source_ordinal = %s AND claim_signature = %s",
-        [source.project, str(source.observation_id), source.ordinal, signature],
-    )
-    if cursor.fetchone():
-        return None
     new_fact_id = ids.fact_id(source.project, source.observation_id, source.ordinal, signature)
-    cursor.execute("SELECT 1 FROM fact WHERE fact_id = %s", [str(new_fact_id)])
-    if cursor.fetchone():
-        return new_fact_id
+    cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM record_retraction WHERE scope = %s AND source_observation_id = %s"
+        " AND source_ordinal = %s AND claim_signature = %s), EXISTS (SELECT 1 FROM fact WHERE fact_id = %s)",
+        [source.project, str(source.observation_id), source.ordinal, signature, str(new_fact_id)],
+    )
+    withdrawn, recorded = cursor.fetchone()
+    if withdrawn:
+        return None  # a retracted claim never comes back when its message is re-formed
+    if recorded:
+        return new_fact_id  # the claim is already recorded: a retried turn re-uses it
 
     def resolve(name, is_speaker, entity_type):
         if is_speaker:
             return _speaker_entity(cursor, source, registration)
         return _named_entity(cursor, source, name, entity_type, registration)
 
-    subject_entity = resolve(
-        claim.subject, subject_is_speaker, "person" if subject_is_speaker else claim.subject_type
-    )
+    subject_entity = resolve(claim.subject, subject_is_speaker, "person" if subject_is_speaker else claim.subject_type)
     object_entity = resolve(claim.object, object_is_speaker, claim.object_type)
     valid_from = valid_from or source.occurred_at
-    single = claim.cardinality == "one" and subject_entity is not None
-    learned_at = known_from or _learned_at(
-        cursor, source, subject_entity, claim.predicate, valid_from, single
-    )
-    if single:
-        _supersede(
-            cursor, source, new_fact_id, subject_entity, claim.predicate, valid_from, learned_at, registration
-        )
+    learned_at = known_from
+    if claim.cardinality == "one" and subject_entity is not None:
+        learned_at = _supersede(cursor, source, new_fact_id, subject_entity, claim.predicate, valid_from,
+                                known_from, registration)
     try:
-        cursor.execute(
-            "INSERT INTO fact (fact_id, scope, subject_entity_id, object_entity_id, predicate, cardinality,"
-            " statement, valid, known, confidence, source_role, data_subject_id, recorded_at, retention_until,"
-            " version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, gen_random_uuid())",
-            [
-                str(new_fact_id),
-                source.project,
-                subject_entity,
-                object_entity,
-                claim.predicate,
-                claim.cardinality,
-                claim.statement,
-                Range(valid_from, None, "[)"),
-                Range(learned_at, None, "[)"),
-                claim.confidence,
-                source.role,
-                source.data_subject_id,
-                learned_at,
-                retention_until,
-            ],
-        )
+        cursor.execute(_INSERT_FACT, [
+            learned_at,
+            str(new_fact_id), source.project, subject_entity, object_entity, claim.predicate, claim.cardinality,
+            claim.statement, valid_from, claim.confidence, source.role, source.data_subject_id, retention_until,
+            source.project, str(source.observation_id), source.ordinal, claim.quote, claim.byte_start,
+            claim.byte_end, source.extractor_version, authored_by,
+            source.project, str(source.observation_id), subject_id_text, retention_until,
+        ])
     except IntegrityError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == "23P01":
             raise ClaimRefused("conflicting_value") from None
         raise
-    cursor.execute(
-        "INSERT INTO fact_evidence (scope, fact_id, source_observation_id, source_ordinal, quote, byte_start,"
-        " byte_end, extractor_version, authored_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        [
-            source.project,
-            str(new_fact_id),
-            str(source.observation_id),
-            source.ordinal,
-            claim.quote,
-            claim.byte_start,
-            claim.byte_end,
-            source.extractor_version,
-            authored_by,
-        ],
-    )
-    register(cursor, source, "fact", new_fact_id, **registration)
     return new_fact_id
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import httpx
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
-from .model import MAX_REPLY_BYTES, endpoint_origin, new_fence, validate_config
+from .model import MAX_REPLY_BYTES, new_fence, validate_config
 from .text import WHITE_SPACE, WS_CLASS
 
 logger = logging.getLogger(__name__)
@@ -124,8 +124,8 @@ class ModelSummariser:
     def __init__(self, config):
         validate_config(config)
         self.config = config
-        identity = [config.model, endpoint_origin(config.endpoint),
-                    hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(), SUMMARY_CODE_VERSION]
+        # formation.md §11: the digest of model, prompt and code version.
+        identity = [config.model, hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest(), SUMMARY_CODE_VERSION]
         self.written_by = hashlib.sha256(json.dumps(identity, separators=(",", ":")).encode()).hexdigest()
         self._url = config.endpoint.rstrip("/") + "/chat/completions"
 

@@ -40,10 +40,6 @@ class TurnFailure(Exception):
     """This attempt failed; the turn stays unformed and is retried after its backoff."""
 
 
-class PinMismatch(Exception):
-    """The turn was pinned to another extractor: retrying cannot help, so it parks at once."""
-
-
 _proposer_cache = {}
 
 
@@ -80,14 +76,21 @@ def sweep(kick):
     return projects
 
 
-def claim(project, *, skip=()):
-    """Claim the oldest eligible turn, counting the attempt now (formation.md §2.3).
+def claim(project, *, version, skip=()):
+    """Claim the oldest eligible turn, counting the attempt now (formation.md §2.3), and pin the extractor
+    in the same statement (formation.md §10): a first attempt takes `version` unless the turn already holds
+    readings from another extractor. Returns (observation_id, log_offset, attempts, pinned version) or None.
 
     `skip` holds turns that already failed in this drain: one drain makes at most one attempt per turn,
     so a zero backoff cannot spin a failing turn straight into parking."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE observation SET formation_attempts = formation_attempts + 1, formation_failed_at = now()"
+            "UPDATE observation o SET formation_attempts = formation_attempts + 1, formation_failed_at = now(),"
+            " extractor_version = CASE WHEN o.extractor_version IS NOT NULL THEN o.extractor_version"
+            "  WHEN EXISTS (SELECT 1 FROM fact_evidence e WHERE e.source_observation_id = o.observation_id"
+            "               AND e.extractor_version <> %s)"
+            "    OR EXISTS (SELECT 1 FROM rejected_claim r WHERE r.source_observation_id = o.observation_id"
+            "               AND r.extractor_version <> %s) THEN NULL ELSE %s END"
             " WHERE observation_id = ("
             "  SELECT observation_id FROM observation"
             "  WHERE scope = %s AND kind = 'turn' AND formed_at IS NULL AND parked_at IS NULL"
@@ -95,33 +98,11 @@ def claim(project, *, skip=()):
             "        - make_interval(secs => %s) * power(2, least(formation_attempts - 1, 6)))"
             "   AND observation_id <> ALL(%s::uuid[])"
             "  ORDER BY log_offset FOR UPDATE SKIP LOCKED LIMIT 1)"
-            " RETURNING observation_id, log_offset, formation_attempts",
-            [project, float(settings.MEMOIR_FORMATION_BACKOFF), [str(s) for s in skip]],
+            " RETURNING observation_id, log_offset, formation_attempts, extractor_version",
+            [version, version, version, project, float(settings.MEMOIR_FORMATION_BACKOFF),
+             [str(s) for s in skip]],
         )
         return cursor.fetchone()
-
-
-def _pin(project, observation_id, version):
-    """Pin the extractor on first formation; a turn pinned to another one parks (formation.md §10)."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT extractor_version FROM observation WHERE scope = %s AND observation_id = %s"
-                       " FOR NO KEY UPDATE", [project, str(observation_id)])
-        row = cursor.fetchone()
-        if row is None:
-            return False
-        pinned = row[0]
-        if pinned is None:
-            cursor.execute(
-                "SELECT EXISTS (SELECT 1 FROM fact_evidence WHERE source_observation_id = %s AND extractor_version <> %s)"
-                " OR EXISTS (SELECT 1 FROM rejected_claim WHERE source_observation_id = %s AND extractor_version <> %s)",
-                [str(observation_id), version, str(observation_id), version])
-            if cursor.fetchone()[0]:
-                raise PinMismatch("the turn already holds readings from another extractor")
-            cursor.execute("UPDATE observation SET extractor_version = %s WHERE observation_id = %s",
-                           [version, str(observation_id)])
-        elif pinned != version:
-            raise PinMismatch(f"the turn is pinned to {pinned}; the running extractor is {version}")
-    return True
 
 
 def _messages(observation_id):
@@ -134,10 +115,8 @@ def _messages(observation_id):
 
 
 def form_turn(project, observation_id, proposer, *, deadline=None, stats=None):
-    """Propose, judge and store every message of one turn. Raises TurnFailure or PinMismatch."""
+    """Propose, judge and store every message of one (claimed and pinned) turn. Raises TurnFailure."""
     stats = stats if stats is not None else DrainStats()
-    if not _pin(project, observation_id, proposer.version):
-        return False
     v = vocab.load()
     for ordinal, role, content, occurred_at, subject in _messages(observation_id):
         if deadline is not None and time.monotonic() > deadline:
@@ -217,6 +196,14 @@ def unpark(*, project, observation_id, principal, principal_kind="operator", kic
             transaction.on_commit(lambda: kick(project), robust=True)
 
 
+def _formation_commits(*, durable):
+    """Formation's commits need not wait for the WAL flush: everything it writes is derived from stored turns
+    with derived ids, and a crash can only lose the newest commits in order (a turn whose facts were lost also
+    loses its later formed mark), so the turn is simply formed again. Observe never does this."""
+    with connection.cursor() as cursor:
+        cursor.execute("RESET synchronous_commit" if durable else "SET synchronous_commit = off")
+
+
 def _try_lock(project):
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(hashtextextended('memoir:formation:' || %s, 0))", [project])
@@ -237,6 +224,7 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
     if not _try_lock(project):
         stats.locked_out = True
         return stats
+    _formation_commits(durable=False)
     started = time.monotonic()
     failed = set()
     try:
@@ -244,30 +232,35 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
             if time.monotonic() - started > run_budget:
                 stats.out_of_time = True
                 break
-            claimed = claim(project, skip=failed)
+            claimed = claim(project, version=proposer.version, skip=failed)
             if claimed is None:
                 break
-            observation_id, log_offset, attempts = claimed
+            observation_id, log_offset, attempts, pinned = claimed
             if attempts > MAX_ATTEMPTS:
                 # The previous attempt never reported back (a crash loop): park instead of retrying forever.
                 record_failure(project, observation_id, f"formation did not complete after {MAX_ATTEMPTS} attempts",
                                park_now=True)
                 stats.turns_parked += 1
                 continue
+            if pinned != proposer.version:
+                # Nothing about a pin mismatch is transient, so the turn parks at once (formation.md §2.5).
+                record_failure(project, observation_id, f"the turn is pinned to {pinned or 'another extractor'};"
+                               f" the running extractor is {proposer.version}", park_now=True)
+                stats.turns_parked += 1
+                continue
             if not _form_one(project, observation_id, proposer, time.monotonic() + turn_budget, stats):
                 failed.add(observation_id)
     finally:
+        _formation_commits(durable=True)
         _unlock(project)
+        if stats.turns_formed:
+            _heartbeat("last_progress_at")
     return stats
 
 
 def _form_one(project, observation_id, proposer, deadline, stats):
     try:
         formed = form_turn(project, observation_id, proposer, deadline=deadline, stats=stats)
-    except PinMismatch as exc:
-        record_failure(project, observation_id, str(exc), park_now=True)
-        stats.turns_parked += 1
-        return False
     except (TurnFailure, DatabaseError) as exc:
         # A database error's text can quote row values, so only its class and SQLSTATE are kept.
         text = str(exc) if isinstance(exc, TurnFailure) else _describe_database_error(exc)
@@ -279,7 +272,6 @@ def _form_one(project, observation_id, proposer, deadline, stats):
     if formed:
         mark_formed(project, observation_id)
         stats.turns_formed += 1
-        _heartbeat("last_progress_at")
     return True
 
 

@@ -312,11 +312,14 @@ class ProjectAdmin(LedgeredAdmin):
             self.save_formset(request, form, formset, change)
 
     def save_formset(self, request, form, formset, change):
+        # The admin's change message reads these; the policy is never saved through the formset.
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         if formset.model is not AgentStoragePolicy:
             return
         for policy_form in formset.forms:
             if not policy_form.has_changed():
                 continue
+            formset.changed_objects.append((policy_form.instance, policy_form.changed_data))
             limits = {k: policy_form.cleaned_data[k] for k in StoragePolicyForm.Meta.fields}
             try:
                 from governance.artifacts import configure_storage

