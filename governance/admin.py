@@ -417,13 +417,18 @@ class CredentialAdmin(LedgeredAdmin):
 # --- compliance -----------------------------------------------------------------------------------
 
 def _receipt_table(deleted, residual):
-    keys = sorted(set(deleted or {}) | set(residual or {}))
-    rows = format_html_join(
-        "", '<tr class="{}"><th scope="row">{}</th><td class="deleted">{}</td><td class="residual">{}</td></tr>',
-        (("residual-nonzero" if (residual or {}).get(k) else "", k, (deleted or {}).get(k, "—"),
-          (residual or {}).get(k, "—")) for k in keys))
+    """deleted and residual side by side; a residual above 0 (a survivor) is highlighted."""
+    deleted, residual = deleted or {}, residual or {}
+    rows = []
+    for key in sorted(set(deleted) | set(residual)):
+        flagged = bool(residual.get(key))
+        rows.append(format_html(
+            '<tr class="{}"{}><th scope="row">{}</th><td class="deleted">{}</td><td class="residual">{}</td></tr>',
+            "residual-nonzero" if flagged else "",
+            format_html(' style="{}"', "background:#ffd6d6;font-weight:bold;color:#ba2121") if flagged else "",
+            key, deleted.get(key, "—"), residual.get(key, "—")))
     return format_html('<table class="erasure-receipt"><thead><tr><th>kind</th><th>deleted</th>'
-                       '<th>residual</th></tr></thead><tbody>{}</tbody></table>', rows)
+                       "<th>residual</th></tr></thead><tbody>{}</tbody></table>", format_html_join("", "{}", ((r,) for r in rows)))
 
 
 def receipt_is_clean(obj):
@@ -441,6 +446,10 @@ class ErasureRequestAdmin(ViewOnlyAdmin):
     fields = ("request_id", "project", "selector_type", "selector_value", "reason", "principal",
               "principal_kind", "requested_at", "completed_at", "is_clean", "receipt")
     readonly_fields = fields
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = {**(extra_context or {}), "subtitle": f"Erasure receipt {object_id}"}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}),

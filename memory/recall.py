@@ -184,7 +184,7 @@ def _temporal(as_of, as_known_at):
 
 
 def _arm(here, there, state_join, state_valid, predicate, order, subject):
-    subject_filter = ""
+    subject_filter = " AND f.data_subject_id = %(subject)s" if subject else ""
     return (
         f"(SELECT f.fact_id, f.predicate, f.{there} AS other, {state_valid} AS valid,"
         f" row_number() OVER (ORDER BY {order}) AS rn"

@@ -6,7 +6,7 @@ from django.db import connection
 
 from governance import services as governance
 from tests.conftest import unique_name
-from tests.recall.conftest import form, observe_turn, recall_ok
+from tests.recall.conftest import bulk_edges, form, named_entities, observe_turn, recall_ok
 
 
 def derived_from(project, observation_ids):
@@ -70,3 +70,20 @@ def test_another_projects_token_sees_nothing(project, auth):
         bundle = recall_ok(other_auth, **body, hops=2)
         assert bundle["anchors"] == [] and bundle["facts"] == []
         assert bundle["reach"]["named_nothing_known"] is True
+
+
+def test_another_subjects_facts_never_take_a_place_under_the_cap(project, auth):
+    observe_turn(project, "I work at Acme.", subject="subject-a")
+    form(project)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT entity_id::text FROM entity WHERE scope = %s AND normalized_name = 'acme'", [project])
+        acme = cursor.fetchone()[0]
+    others = named_entities(project, [f"N{i}" for i in range(70)])
+    # Seventy more recent facts about Acme, all from subject B's turns.
+    bulk_edges(project, [(others[f"N{i}"], acme, -1000 - i) for i in range(70)], predicate="works_at",
+               data_subject="subject-b")
+    mine = recall_ok(auth, question="Acme", data_subject_id="subject-a")
+    assert [(f["subject"], f["object"]) for f in mine["facts"]] == [("speaker", "Acme")]
+    assert mine["truncated"] is False
+    wide = recall_ok(auth, question="Acme")
+    assert wide["truncated"] is True and len(wide["facts"]) == 64
