@@ -10,8 +10,7 @@ import time
 import uuid
 
 import psycopg
-
-from _common import ROOT, ensure_bench_database, setup_django
+from _common import ensure_bench_database, setup_django
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 TURNS = int(os.environ.get("BENCH_FORMATION_TURNS", "2000"))

@@ -1,8 +1,8 @@
 """Observe throughput and latency over HTTP at concurrency 1 and 8, beside the same append transaction
 issued directly with psycopg (the raw floor), and the ratio. Run: `make bench` or `.venv/bin/python bench/observe.py`."""
 import hashlib
-import logging
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import psycopg
-
 from _common import ROOT, ensure_bench_database, fmt, setup_django, summary
 
 logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -137,8 +137,7 @@ def test_supersession_links_history_and_status_filter(console, committed, live_s
 
     page = console("engineer")
     page.goto(f"/console/memory/fact/?project__name__exact={name}&status=current")
-    assert page.locator("#result_list tbody tr").all_inner_texts() == [
-        page.locator("#result_list tbody tr").first.inner_text()]
+    assert page.locator("#result_list tbody tr").count() == 1
     assert "Paris" in page.locator("#result_list tbody").inner_text()
     assert "Dublin" not in page.locator("#result_list tbody").inner_text()
     page.goto(f"/console/memory/fact/?project__name__exact={name}&status=validity_closed")
