@@ -2,6 +2,8 @@
 
 Every mutation goes through a service with principal `user:<pk>`, kind `operator`; views stay thin.
 """
+import uuid
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
@@ -158,6 +160,28 @@ class ViewOnlyAdmin(LedgeredAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+def exact_uuid(term):
+    try:
+        return uuid.UUID(term.strip())
+    except ValueError:
+        return None
+
+
+class ExactSearchAdmin(ViewOnlyAdmin):
+    """Search is an exact lookup on an indexed column (console.md §1 rule 4), never a table scan."""
+
+    exact_uuid_field = None
+    search_fields = ("pk",)  # only to render the box; get_search_results decides
+
+    def get_search_results(self, request, queryset, search_term):
+        if not search_term.strip():
+            return queryset, False
+        value = exact_uuid(search_term)
+        if value is None or self.exact_uuid_field is None:
+            return queryset.none(), False
+        return queryset.filter(**{self.exact_uuid_field: value}), False
 
 
 def confirm_action(modeladmin, request, queryset, *, action, title, question, button, perform):
@@ -538,13 +562,20 @@ class AuditSealAdmin(ViewOnlyAdmin):
 
 
 @admin.register(DataSubject, site=site)
-class DataSubjectAdmin(ViewOnlyAdmin):
+class DataSubjectAdmin(ExactSearchAdmin):
     list_op = detail_op = "console.read"
     list_display = ("subject_id", "project", "external_reference", "label", "created_at", "updated_at")
     list_filter = ("project",)
     list_select_related = ("project",)
-    search_fields = ("=subject_id", "=external_reference")
     search_help_text = "Exact subject id or external reference."
+
+    def get_search_results(self, request, queryset, search_term):
+        value = exact_uuid(search_term) if search_term.strip() else None
+        if value is not None:
+            return queryset.filter(subject_id=value), False
+        if search_term:
+            return queryset.filter(external_reference=search_term), False
+        return queryset, False
     fields = ("subject_id", "project", "external_reference", "label", "version", "previous_version",
               "updated_by", "created_at", "updated_at", "inactive_after")
     readonly_fields = fields
@@ -552,12 +583,13 @@ class DataSubjectAdmin(ViewOnlyAdmin):
 
 
 @admin.register(AgentArtifact, site=site)
-class AgentArtifactAdmin(ViewOnlyAdmin):
+class AgentArtifactAdmin(ExactSearchAdmin):
     list_op = detail_op = "console.read"
     list_display = ("artifact_id", "project", "kind", "name", "bytes", "digest", "updated_at", "expires_at")
     list_filter = ("project", "kind")
     list_select_related = ("project",)
-    search_fields = ("=artifact_id",)
+    exact_uuid_field = "artifact_id"
+    search_help_text = "Exact artifact id."
     # Artifact bytes are never rendered: size and digest only (console.md §1 rule 5).
     fields = ("artifact_id", "project", "data_subject_id", "kind", "name", "bytes", "digest", "version",
               "previous_version", "source_observation", "authored_by", "created_at", "updated_at", "expires_at")

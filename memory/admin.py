@@ -1,7 +1,6 @@
 """Console pages for memory (console.md §3.3, §5): observations and parked turns, facts with their evidence,
 entities, refusals, and the read-only vocabulary. All view-only; unpark goes through formation.driver."""
 import re
-import uuid
 
 from django.contrib import admin, messages
 from django.db.models import F, Func
@@ -9,7 +8,15 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from governance import console_selectors
-from governance.admin import OPERATOR, ViewOnlyAdmin, can_view_content, principal_of, site
+from governance.admin import (
+    OPERATOR,
+    ExactSearchAdmin,
+    ViewOnlyAdmin,
+    can_view_content,
+    exact_uuid,
+    principal_of,
+    site,
+)
 
 from .errors import NotFound
 from .models import (
@@ -32,13 +39,6 @@ from .models import (
 )
 
 OBSERVATION_SEARCH_RE = re.compile(r"^\s*([a-z][a-z0-9_]{0,62})\s*[#:/ ]\s*(\d{1,19})\s*$")
-
-
-def _uuid(term):
-    try:
-        return uuid.UUID(term.strip())
-    except ValueError:
-        return None
 
 
 def link(model, pk, text):
@@ -64,21 +64,6 @@ def interval(r):
 def content_block(text):
     """Message text exactly as stored: escaped, whitespace kept."""
     return format_html('<div class="message-content" style="white-space: pre-wrap">{}</div>', text)
-
-
-class ExactSearchAdmin(ViewOnlyAdmin):
-    """Search is an exact lookup on an indexed column (console.md §1 rule 4), never a table scan."""
-
-    exact_uuid_field = None
-    search_fields = ("pk",)  # only to render the box; get_search_results decides
-
-    def get_search_results(self, request, queryset, search_term):
-        if not search_term.strip():
-            return queryset, False
-        value = _uuid(search_term)
-        if value is None or self.exact_uuid_field is None:
-            return queryset.none(), False
-        return queryset.filter(**{self.exact_uuid_field: value}), False
 
 
 class ContentGatedAdmin(ExactSearchAdmin):
@@ -162,7 +147,7 @@ class ObservationSearchAdmin(ContentGatedAdmin):
         match = OBSERVATION_SEARCH_RE.match(search_term)
         if match:
             return queryset.filter(project_id=match[1], log_offset=int(match[2])), False
-        value = _uuid(search_term) if search_term.strip() else None
+        value = exact_uuid(search_term) if search_term.strip() else None
         if value is not None:
             return queryset.filter(observation_id=value), False
         return (queryset.none() if search_term.strip() else queryset), False
@@ -175,6 +160,7 @@ class ObservationAdmin(ObservationSearchAdmin):
                     "extractor_version")
     list_filter = ("project", "kind", FormedFilter, ParkedFilter)
     list_select_related = ("project",)
+    raw_id_fields = ("project",)
     ordering = ("project", "-log_offset")
     inlines = (TurnMessageInline,)
     content_fields = ("data_subject_id",)
@@ -311,6 +297,7 @@ class FactAdmin(ContentGatedAdmin):
     list_display = ("fact_id", "predicate", "subject_name", "object_name", "status", "source_role", "recorded_at")
     list_filter = ("project", "predicate", "source_role", FactStatusFilter)
     list_select_related = ("subject_entity", "object_entity")
+    raw_id_fields = ("project", "subject_entity", "object_entity", "superseded_by", "supersession_source")
     ordering = ("-recorded_at",)
     content_fields = ("data_subject_id",)
     fields = ("fact_id", "project", "statement", "subject_link", "predicate", "object_link", "cardinality",
@@ -521,6 +508,7 @@ class RejectedClaimAdmin(ContentGatedAdmin):
                     "recorded_at")
     list_filter = ("project", "reason", RefusalPredicateFilter, ExtractorVersionFilter)
     list_select_related = ("project",)
+    raw_id_fields = ("project", "source_observation")
     ordering = ("-recorded_at",)
     content_fields = ("data_subject_id", "source_message")
     fields = ("rejected_claim_id", "project", "reason", "subject", "predicate", "object", "statement", "quote",

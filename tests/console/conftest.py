@@ -3,6 +3,7 @@ write committed rows (projects, turns, formation) on the session's test database
 import hashlib
 import os
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -35,6 +36,24 @@ def pytest_collection_finish(session):
 
 
 @pytest.fixture(scope="session")
+def committed(committed):
+    """As the shared fixture, but each block closes its connection on the way out: Playwright's sync API
+    leaves an event loop registered on this thread, so Django may open connections in contexts that no
+    later close_all() reaches, and an idle one would block dropping the test database."""
+    from django.db import connection
+
+    @contextmanager
+    def unblocked():
+        with committed():
+            try:
+                yield
+            finally:
+                connection.close()
+
+    return unblocked
+
+
+@pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django creates the test database only when a collected test is marked for it; browser tests
     are not (they must never run inside a rolled-back transaction), so make sure it exists."""
@@ -53,23 +72,19 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 def _wait_for_other_sessions_to_end(timeout=5.0):
-    """DROP DATABASE must not race the live server's closing connections. Playwright's sync API switches
-    greenlets, and Django keeps a connection per context, so this process may hold idle ones too: those
-    are ended here once the server's are gone."""
+    """DROP DATABASE must not race the live server's connections, which close as its workers exit."""
     import time
 
     from django.db import connection
 
     deadline = time.monotonic() + timeout
     with connection.cursor() as cursor:
-        while True:
+        while time.monotonic() < deadline:
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                           " AND pid <> pg_backend_pid() AND state <> 'idle'")
-            if cursor.fetchone()[0] == 0 or time.monotonic() > deadline:
+                           " AND pid <> pg_backend_pid()")
+            if cursor.fetchone()[0] == 0:
                 break
             time.sleep(0.1)
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
-                       " AND pid <> pg_backend_pid()")
     connection.close()
 
 

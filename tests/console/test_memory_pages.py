@@ -93,6 +93,8 @@ def test_refusal_drill_down_by_reason(console, committed, live_server_url, proje
     assert listed.count() == 1
     assert "I used to live in Amman." in listed.inner_text()
     assert page.locator("#changelist-filter li.selected", has_text="not_current").count() == 1
+    reads = ledger_since(committed, mark, operation="console.read", principal=page.user.principal)
+    assert [(r.project, r.magnitude) for r in reads] == [(name, 1)]  # the rows rendered, never their ids
 
     page.goto(f"/console/memory/rejectedclaim/?project__name__exact={name}&reason__exact=unmapped_relation")
     assert page.locator("#result_list tbody tr").count() == 0

@@ -132,6 +132,8 @@ def test_revoke_then_suspend_and_resume(console, committed, live_server_url, pro
     assert freshness(live_server_url, second).status_code == 200
     assert freshness(live_server_url, token).status_code == 401  # revocation is final
 
+    listed = ledger_since(committed, mark, principal=page.user.principal, operation="credential.list")
+    assert listed and listed[0].magnitude == 1
     rows = ledger_since(committed, mark, principal=page.user.principal, principal_kind="operator",
                         operation__in=["credential.revoke", "project.suspend", "project.resume"])
     assert [(r.operation, r.project) for r in rows] == [
