@@ -36,8 +36,12 @@ class Result:
 
 
 def _database_capacity_error(exc):
+    # A refused connection carries no SQLSTATE in psycopg, so 53300's two server messages are matched too:
+    # "too many clients" (every slot taken) and "remaining connection slots are reserved" (an ordinary role).
     cause = exc.__cause__ or exc
-    return getattr(cause, "sqlstate", None) == "53300" or "too many clients" in str(cause)
+    text = str(cause)
+    return (getattr(cause, "sqlstate", None) == "53300" or "too many clients" in text
+            or "remaining connection slots are reserved" in text)
 
 
 class V1View(APIView):
@@ -132,7 +136,10 @@ class UnknownRouteView(V1View):
     op = "route.unknown"
 
     def dispatch(self, request, *args, **kwargs):
-        caller = authentication.authenticate(request)
+        try:
+            caller = authentication.authenticate(request)
+        except DatabaseError as exc:
+            return self._server_failure(exc, None)
         if caller is None:
             authentication.record_refused_authentication()
             return error_response(ApiError(401, "unauthenticated"))

@@ -1,6 +1,7 @@
 """The /v1 URLconf: every route without a trailing slash."""
 from django.urls import path, re_path
 
+from . import openapi
 from . import views
 from . import views_governance
 from . import views_reads
@@ -43,5 +44,6 @@ urlpatterns = [
     path("/entities/purge", views_records.EntitiesPurgeView.as_view()),
     path("/erasures", views_governance.ErasuresView.as_view()),
     path("/exports", views_governance.ExportsView.as_view()),
+    path("/schema", openapi.schema_view),
     re_path(r"^/.*$", views.UnknownRouteView.as_view()),
 ]

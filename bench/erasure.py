@@ -82,6 +82,16 @@ def load(project, subject, *, facts, first_offset, name_offset):
     return turns
 
 
+def backend_cpu(pid):
+    """CPU seconds the PostgreSQL backend has used (Linux /proc, same machine), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main():
     ensure_bench_database()
     setup_django()
@@ -103,14 +113,32 @@ def main():
     print(f"loaded {FACTS} facts in {turns} turns (+{OTHER_FACTS} of another subject) in"
           f" {time.perf_counter() - started:.1f}s")
 
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    statements = []
+
+    def timed(execute, sql, params, many, context):
+        began = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            statements.append(time.perf_counter() - began)
+
+    cpu_before = backend_cpu(backend)
     started = time.perf_counter()
-    receipt = erase(project=project, data_subject_id=subject, reason="bench", principal="cli",
-                    principal_kind="operator")
+    with connection.execute_wrapper(timed):
+        receipt = erase(project=project, data_subject_id=subject, reason="bench", principal="cli",
+                        principal_kind="operator")
     elapsed = time.perf_counter() - started
+    cpu = backend_cpu(backend) - cpu_before if cpu_before is not None else None
     deleted = receipt["deleted"]
     total = sum(v for k, v in deleted.items() if k != "fact_evidence_orphaned")
     print(f"erased a subject holding {FACTS} facts in {elapsed:.3f}s ({total} rows, clean={receipt['clean']})"
           f" target < 2s: {'ok' if elapsed < 2 else 'MISSED'}")
+    # Wall time moves with machine load; the backend's own CPU time does not, so both are shown.
+    print(f"  statements {sum(statements):.3f}s, commit (deferred foreign-key checks) ~{elapsed - sum(statements):.3f}s"
+          + (f", PostgreSQL backend CPU {cpu:.3f}s" if cpu is not None else ""))
     for kind, count in sorted(deleted.items()):
         print(f"  {kind:24} {count:>7}  residual {receipt['residual'].get(kind, '-')}")
     with connection.cursor() as cursor:

@@ -286,7 +286,8 @@ def main():
     try:
         http_run(server.url, token, ordinary[:50], 4)  # warm both workers and their connections
         sql_run(ordinary[:50])
-        print(f"\nrecall benchmark: {expected_facts()} facts, {os.cpu_count()} cores, gunicorn 2 workers x 8 threads")
+        print(f"\nrecall benchmark: {expected_facts()} facts, {os.cpu_count()} cores, gunicorn 2 workers x 8 threads,"
+              f" load average {os.getloadavg()[0]:.1f} (other work on the machine skews the tails)")
         results = {}
         for label, questions in (("ordinary", ordinary), ("capped(64)", [question_for(ORDINARY + 1)] * 200),
                                  ("hub(10k)", [question_for(ORDINARY)] * 200)):

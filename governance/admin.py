@@ -2,6 +2,7 @@
 
 Every mutation goes through a service with principal `user:<pk>`, kind `operator`; views stay thin.
 """
+import re
 import uuid
 
 from django import forms
@@ -44,8 +45,10 @@ def can_view_content(request):
 
 
 def ledger_read(request, op, project="", magnitude=0):
-    """A best-effort ledger row for a console read; it never names the object viewed."""
-    audit.record_best_effort(op, principal_of(request), OPERATOR, project or "", magnitude)
+    """A best-effort ledger row for a console read; it never names the object viewed. `project` may come
+    from a query string, so anything that is not a project name is left out rather than recorded."""
+    project = project if isinstance(project, str) and re.fullmatch(PROJECT_NAME_RE, project) else ""
+    audit.record_best_effort(op, principal_of(request), OPERATOR, project, magnitude)
 
 
 def hexdigest(value):
@@ -54,7 +57,7 @@ def hexdigest(value):
 
 # --- the site -------------------------------------------------------------------------------------
 
-# Custom console pages: (key, menu name, url name, permission, section).
+# Custom console pages in the menu: (key, menu name, url name, permission needed).
 CONSOLE_PAGES = (
     ("formation_health", "Formation health", "console_formation_health", "memory.view_parkedturn"),
     ("issue_credential", "Issue credential", "console_issue_credential", "governance.issue_credential"),

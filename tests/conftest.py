@@ -25,13 +25,31 @@ def new_project(db):
 
 
 @pytest.fixture(scope="session")
+def django_db_setup(django_test_environment, django_db_blocker):
+    """Always create the test database, even when no collected test is marked django_db: live-server and
+    worker tests write committed rows and must never land in the development database."""
+    from django.test.utils import setup_databases, teardown_databases
+
+    with django_db_blocker.unblock():
+        config = setup_databases(verbosity=0, interactive=False, aliases={"default"}, serialized_aliases=set())
+    yield
+    with django_db_blocker.unblock():
+        from django.db import connections
+
+        connections.close_all()
+        teardown_databases(config, verbosity=0)
+
+
+@pytest.fixture(scope="session")
 def test_database_name(django_db_setup):
     return settings.DATABASES["default"]["NAME"]
 
 
 @pytest.fixture(scope="session")
-def committed(django_db_blocker):
-    """A context for writing committed rows from a test that holds no test transaction."""
+def committed(django_db_setup, django_db_blocker):
+    """A context for writing committed rows from a test that holds no test transaction.
+
+    Depends on django_db_setup so that such writes always land in the test database, never the dev one."""
     return django_db_blocker.unblock
 
 

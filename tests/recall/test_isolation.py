@@ -39,6 +39,7 @@ def test_a_subject_never_sees_another_subjects_memory(project, auth):
         text = json.dumps(bundle, ensure_ascii=False)
         leaked = sorted(value for value in b_only if value in text)
         assert leaked == [], leaked
+        assert "subject-a" not in text and "subject-b" not in text  # raw subject ids never appear
         assert {f["object"] for f in bundle["facts"]} == {"Dublin", "Acme"}
         assert {f["evidence"]["observation_id"] for f in bundle["facts"]} == set(a)
         assert {anchor["name"] for anchor in bundle["anchors"]} == {"speaker", "Dublin", "Acme"}

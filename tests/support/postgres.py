@@ -107,9 +107,11 @@ class PrivatePostgres:
             conn.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {APP_ROLE}")
             conn.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {APP_ROLE}")
         if projects:
-            out = subprocess.run([sys.executable, "-c", _PROVISION, *projects], cwd=ROOT, env=env, check=True,
-                                 capture_output=True, text=True, timeout=120).stdout
-            self.projects = [tuple(pair) for pair in json.loads(out.strip().splitlines()[-1])]
+            done = subprocess.run([sys.executable, "-c", _PROVISION, *projects], cwd=ROOT, env=env,
+                                  capture_output=True, text=True, timeout=120)
+            if done.returncode:
+                raise RuntimeError("provisioning failed: " + done.stderr[-3000:])
+            self.projects = [tuple(pair) for pair in json.loads(done.stdout.strip().splitlines()[-1])]
         return self
 
     def clone(self, name):

@@ -1,0 +1,32 @@
+"""`memoir_openapi [--write | --check]`: print the /v1 OpenAPI document, refresh the checked-in copy, or
+fail (exit status 1) when the copy differs from what the code generates."""
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from api import openapi
+
+CHECKED_IN = Path(settings.BASE_DIR) / "docs" / "openapi.json"
+
+
+class Command(BaseCommand):
+    help = "Print, write (--write) or check (--check) the checked-in OpenAPI document docs/openapi.json."
+
+    def add_arguments(self, parser):
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument("--write", action="store_true", help="refresh docs/openapi.json")
+        mode.add_argument("--check", action="store_true", help="exit 1 when docs/openapi.json is stale")
+
+    def handle(self, *args, write=False, check=False, **options):
+        generated = openapi.render(openapi.build_document())
+        if write:
+            CHECKED_IN.write_bytes(generated)
+            self.stdout.write(f"wrote {CHECKED_IN.relative_to(settings.BASE_DIR)}")
+        elif check:
+            if not CHECKED_IN.exists() or CHECKED_IN.read_bytes() != generated:
+                raise CommandError("docs/openapi.json is stale: run `manage.py memoir_openapi --write`",
+                                   returncode=1)
+            self.stdout.write("docs/openapi.json is current")
+        else:
+            self.stdout.write(generated.decode("utf-8"), ending="")
