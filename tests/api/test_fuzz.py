@@ -72,6 +72,7 @@ class Fuzzer:
         self.project = project
         self.committed = committed
         self.cases = 0
+        self.unauthenticated = 0
         self.statuses = {}
         self.failures = []
 
@@ -97,14 +98,23 @@ class Fuzzer:
             self.fail(case, token_kind, f"{status} {type(exc).__name__}: {str(exc)[:600]}")
         if status >= 500 and (status == 500 or str(status) not in declared):
             self.fail(case, token_kind, f"undocumented server error {status}: {response.text[:200]}")
-        if token_kind == "read_only" and not operation.definition.raw["x-memoir-read-only"] and status != 403:
-            self.fail(case, token_kind, f"a write route answered {status} to a read_only token")
+        # Negative generation also drops the credential on purpose: that must be the uniform 401, and its
+        # refused `authenticate` row belongs to no project.
+        authenticated = response.request.headers.get("Authorization") == f"Bearer {token}"
+        if authenticated and token_kind == "read_only" and not operation.definition.raw["x-memoir-read-only"]:
+            if status != 403:
+                self.fail(case, token_kind, f"a write route answered {status} to a read_only token")
+        if not authenticated:
+            self.unauthenticated += 1
+            if status != 401:
+                self.fail(case, token_kind, f"no credential but {status}")
         if status >= 300:
             changed = sorted(table for table in before if before[table] != after[table])
             if changed:
                 self.fail(case, token_kind, f"refused with {status} but changed {changed}")
-            if entries != [(op, "refused")]:
-                self.fail(case, token_kind, f"refused with {status} but the ledger got {entries}")
+            expected = [(op, "refused")] if authenticated else []
+            if entries != expected:
+                self.fail(case, token_kind, f"refused with {status} but the project's ledger got {entries}")
 
     def run(self, operation, mode, token, token_kind):
         @hsettings(max_examples=MAX_EXAMPLES, derandomize=True, database=None, deadline=None,
@@ -157,7 +167,7 @@ def test_fuzz_every_route_with_both_tokens(live_server_url, test_database_name, 
                 fuzzer.run(operation, mode, token, token_kind)
     elapsed = time.monotonic() - started
     print(f"\nfuzz: {fuzzer.cases} cases over {len(operations)} operations in {elapsed:.1f} s;"
-          f" statuses {dict(sorted(fuzzer.statuses.items()))}")
+          f" ({fuzzer.unauthenticated} without the credential); statuses {dict(sorted(fuzzer.statuses.items()))}")
     assert not fuzzer.failures, f"{len(fuzzer.failures)} failures:\n" + "\n".join(fuzzer.failures[:40])
     # Every operation was exercised with both tokens and both modes (hypothesis may stop early on tiny spaces).
     assert fuzzer.cases >= len(operations) * 4

@@ -97,10 +97,6 @@ def test_admission_fails_open_quickly_while_redis_is_down(stack, committed):
     wait_for(counted_again, 15, interval=0.5, what="admission counting again")
 
 
-@pytest.mark.xfail(strict=True, reason="the formation kick waits ~4 s on a broker that accepts but never answers:"
-                   " kombu's default_channel retries the connection (2 tries of 1 s plus ~2 s sleep) before"
-                   " apply_async(retry=False) applies; CELERY_BROKER_TRANSPORT_OPTIONS max_retries=0 brings it"
-                   " to ~1.1 s")
 def test_requests_answer_quickly_while_redis_hangs(stack):
     stack["redis"].stop()
     hung = HungRedis(stack["redis"].port)
