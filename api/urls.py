@@ -1,13 +1,7 @@
 """The /v1 URLconf: every route without a trailing slash."""
 from django.urls import path, re_path
 
-from . import openapi
-from . import views
-from . import views_governance
-from . import views_reads
-from . import views_recall
-from . import views_records
-from . import views_subjects
+from . import openapi, views, views_governance, views_reads, views_recall, views_records, views_subjects
 
 urlpatterns = [
     path("/observations", views.ObservationsView.as_view()),

@@ -94,7 +94,7 @@ class Fuzzer:
         self.statuses[status] = self.statuses.get(status, 0) + 1
         try:
             case.validate_response(response, checks=CHECKS)
-        except Exception as exc:  # noqa: BLE001 - every broken check is collected and reported together
+        except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - every broken check is reported together
             self.fail(case, token_kind, f"{status} {type(exc).__name__}: {str(exc)[:600]}")
         if status >= 500 and (status == 500 or str(status) not in declared):
             self.fail(case, token_kind, f"undocumented server error {status}: {response.text[:200]}")
