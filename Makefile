@@ -28,13 +28,14 @@ endif
 # Playwright drives Debian's /usr/bin/chromium; never download a browser build of its own.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: help venv services migrate run browser test lint down clean bench
+.PHONY: help venv services migrate run browser test lint down clean bench openapi
 
 help:
 	@echo "make run       venv + embedded services + migrate + bootstrap + web/worker/beat"
 	@echo "make test      venv + services + chromium, then ruff and pytest (PYTEST_ARGS=...)"
 	@echo "make services  start embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL are set"
 	@echo "make down      stop embedded services;  make clean  also removes var/"
+	@echo "make openapi   refresh docs/openapi.json from the code (a test fails while it is stale)"
 	@echo "make lint | migrate | browser | bench | venv"
 
 venv: $(STAMP)
@@ -71,6 +72,9 @@ browser:
 test: venv services browser
 	$(VENV)/bin/ruff check .
 	$(APP_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+openapi: venv
+	$(APP_ENV) $(PY) manage.py memoir_openapi --write
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -581,7 +581,9 @@ def route_errors(view_cls, route):
 
 def route_operation(view_cls):
     """The OpenAPI operation object of one V1View subclass."""
-    route = ROUTES[view_cls.op]
+    route = ROUTES.get(view_cls.op)
+    if route is None:
+        raise LookupError(f"the /v1 route with op {view_cls.op!r} has no entry in api.openapi.ROUTES")
     operation = {
         "operationId": view_cls.op.replace(".", "_"),
         "summary": route.summary,

@@ -1,6 +1,6 @@
 """Mixed load: observe / recall / freshness from 16 concurrent clients over several projects and subjects, against
 gunicorn, with a Celery worker forming (rules extractor); throughput, p50/p99 per route, errors by code, then
-proof that every acknowledged turn is stored and formed. Stops by itself (BENCH_LOAD_SECONDS, default 120).
+proof that every acknowledged turn is stored and formed. Stops by itself (BENCH_LOAD_SECONDS, default 60).
 Run: `.venv/bin/python bench/load.py` (or `make bench`). Uses its own database, recreated on each run."""
 import os
 import sys
@@ -10,7 +10,7 @@ os.environ.setdefault("MEMOIR_BENCH_DB", "memoir_bench_load")  # before _common 
 
 from _common import bench_url, ensure_bench_database, setup_django  # noqa: E402
 
-SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", "120"))
+SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", "60"))
 CLIENTS = int(os.environ.get("BENCH_LOAD_CLIENTS", "16"))
 PROJECTS = 4
 SUBJECTS = 8

@@ -50,7 +50,7 @@ def test_repeated_sigkill_during_formation_forms_every_turn_exactly_once(private
             for _ in range(KILLS):
                 worker = CeleryWorker(env, beat=True).start()
                 target = len(fake.requests) + 4
-                wait_for(lambda: len(fake.requests) >= target, 30, interval=0.01, what="model calls")
+                wait_for(lambda target=target: len(fake.requests) >= target, 30, interval=0.01, what="model calls")
                 worker.kill_hard()  # SIGKILL to the whole group, mid-call: no outcome is ever reported
             worker = CeleryWorker(env, beat=True).start()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psycopg
 
-from .processes import ROOT, free_port, wait_for
+from .processes import ROOT, free_port
 
 PG_BIN = Path(os.environ.get("MEMOIR_PG_BIN", "/usr/lib/postgresql/15/bin"))
 OWNER = "postgres"  # initdb refuses root: the cluster belongs to the postgres system user
@@ -87,13 +87,6 @@ class PrivatePostgres:
         except OSError:
             return ""
 
-    def accepts(self):
-        try:
-            with psycopg.connect(self.url(), connect_timeout=2):
-                return True
-        except psycopg.OperationalError:
-            return False
-
     def build_template(self, projects=()):
         """Migrate a template database once (about 8 s) and create `projects` in it with real services."""
         with psycopg.connect(self.url(), autocommit=True) as conn:
@@ -142,6 +135,3 @@ class PrivatePostgres:
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
 
-
-def wait_until_accepting(pg, timeout=60):
-    wait_for(pg.accepts, timeout, interval=0.2, what="private PostgreSQL")
