@@ -119,6 +119,10 @@ class V1View(APIView):
 
     def _refuse(self, caller, err):
         self._audit(caller, "refused", 0)
+        if err.status == 404:
+            # Unknown, foreign and erased objects get one 404 body everywhere (P10): no wording may hint
+            # at which it was.
+            err = ApiError(404, "not_found")
         return error_response(err)
 
     def _server_failure(self, exc, caller):

@@ -111,6 +111,8 @@ class Fuzzer:
             self.unauthenticated += 1
             if status != 401:
                 self.fail(case, token_kind, f"no credential but {status}")
+        if status < 300 and ((op, "allowed") not in entries or any(o != "allowed" for _, o in entries)):
+            self.fail(case, token_kind, f"answered {status} but the project's ledger got {entries}")
         if status >= 300:
             changed = sorted(table for table in before if before[table] != after[table])
             if changed:

@@ -303,3 +303,21 @@ def test_health_and_ready_need_no_credential(db):
     ready = client.get("/ready")
     assert ready.status_code == 200 and ready.json() == {"status": "ready"}
     assert ready["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize("path,body", [
+    ("/v1/citations/resolve", {"id": "6f1c1f4e-8a49-4d4e-9d8a-2b1f3c4d5e6f"}),
+    ("/v1/records/history", {"id": "6f1c1f4e-8a49-4d4e-9d8a-2b1f3c4d5e6f"}),
+    ("/v1/entities/get", {"id": "6f1c1f4e-8a49-4d4e-9d8a-2b1f3c4d5e6f"}),
+    ("/v1/messages/get", {"chunk_id": "6f1c1f4e-8a49-4d4e-9d8a-2b1f3c4d5e6f"}),
+    ("/v1/subjects/get", {"id": "6f1c1f4e-8a49-4d4e-9d8a-2b1f3c4d5e6f"}),
+    ("/v1/artifacts/get", {"id": "6f1c1f4e-8a49-4d4e-9d8a-2b1f3c4d5e6f"}),
+    ("/v1/feedback/record", {"record_id": "6f1c1f4e-8a49-4d4e-9d8a-2b1f3c4d5e6f", "note": "wrong"}),
+    ("/v1/entities/purge", {"id": "6f1c1f4e-8a49-4d4e-9d8a-2b1f3c4d5e6f", "reason": "bad"}),
+    ("/v1/no/such/route", {}),
+])
+def test_every_404_has_one_body(new_project, path, body):
+    _, token = new_project
+    response = post(Client(), token, body, path=path)
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "not_found", "message": "not found"}}
