@@ -34,9 +34,15 @@ def django_db_setup(django_test_environment, django_db_blocker):
         config = setup_databases(verbosity=0, interactive=False, aliases={"default"}, serialized_aliases=set())
     yield
     with django_db_blocker.unblock():
-        from django.db import connections
+        from django.db import connection, connections
 
+        name = connection.settings_dict["NAME"]
         connections.close_all()
+        # Servers and workers started by tests are stopped by now, but a connection held by another
+        # thread (Playwright's) would block the DROP; end whatever is left before dropping the database.
+        with connection._nodb_cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                           " WHERE datname = %s AND pid <> pg_backend_pid()", [name])
         teardown_databases(config, verbosity=0)
 
 

@@ -1,7 +1,6 @@
 """The real LangGraph adapter (`taisce-langgraph` 0.1.2) against a live Memoir server: a retried turn is
 one observation, a recall that fails for real does not stop the agent, and memory reaches the model as
 one untrusted user message that is never stored. The adapter's own conformance driver is run too."""
-import asyncio
 import json
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from formation.driver import drain
 from formation.rules import RulesProposer
 from memory import services
 from tests.conftest import make_project
+from tests.support.aio import run_async
 
 pytestmark = pytest.mark.live
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -67,7 +67,7 @@ class Run:
         return self
 
     def go(self):
-        return asyncio.run(self._go())
+        return run_async(self._go())
 
     @property
     def handed(self):
@@ -294,5 +294,5 @@ def test_the_retry_is_a_replay_on_the_wire(live):
             again = await client.observe(idempotency_key=key, messages=messages, occurred_at="2026-01-01T00:00:01Z")
             return first, again
 
-    first, again = asyncio.run(twice())
+    first, again = run_async(twice())
     assert first == again

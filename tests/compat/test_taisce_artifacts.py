@@ -1,16 +1,17 @@
 """The official `taisce` client's artifact calls (put, get, delete) against a live Memoir server."""
-import asyncio
 import uuid
 
 import pytest
 import taisce
 from taisce.client import TaisceError
 
+from tests.support.aio import run_async
+
 pytestmark = pytest.mark.live
 
 
 def run(coro):
-    return asyncio.run(coro)
+    return run_async(coro)
 
 
 async def _call(url, token, method, **kwargs):

@@ -1,15 +1,16 @@
 """The official `taisce` client (0.1.2) against a live Memoir server process."""
-import asyncio
 import uuid
 
 import pytest
 from taisce.client import Client, TaisceError
 
+from tests.support.aio import run_async
+
 pytestmark = pytest.mark.live
 
 
 def run(coro):
-    return asyncio.run(coro)
+    return run_async(coro)
 
 
 async def _observe_twice(url, token):

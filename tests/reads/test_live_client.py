@@ -1,6 +1,5 @@
 """The official `taisce` client against a live server: context() and resolve_citation() over turns formed
 by the rules proposer and rolled up by the compaction task, and the adapters' memory message renderer."""
-import asyncio
 import json
 import uuid
 
@@ -11,6 +10,7 @@ from taisce.memory import MEMORY_MESSAGE_PREFIX, render_context_message
 
 from formation import driver, tasks
 from formation.rules import RulesProposer
+from tests.support.aio import run_async
 
 pytestmark = pytest.mark.live
 
@@ -34,7 +34,7 @@ async def _read(url, token, fact_id, max_characters=None):
 def test_context_and_citation_through_the_official_client(live_server_url, live_project, committed):
     project, token = live_project
     turns = ["I live in Dublin. It rains."] + [f"Day {i} was fine. Nothing else." for i in range(1, 20)]
-    asyncio.run(_observe(live_server_url, token, turns))
+    run_async(_observe(live_server_url, token, turns))
     with committed():
         stats = driver.drain(project, proposer=RulesProposer())
         assert stats.turns_formed == 20
@@ -46,7 +46,7 @@ def test_context_and_citation_through_the_official_client(live_server_url, live_
         written = tasks.compaction_pass()
     assert written.get(project) == 1
 
-    context, citation = asyncio.run(_read(live_server_url, token, fact_id))
+    context, citation = run_async(_read(live_server_url, token, fact_id))
     assert context["watermark"] == {"scope": project, "stored": 19, "formed": 19, "parked": 0}
     (segment,) = context["segments"]
     assert (segment["level"], segment["from_offset"], segment["to_offset"], segment["covered"]) == (1, 0, 7, 8)
@@ -68,7 +68,7 @@ def test_context_and_citation_through_the_official_client(live_server_url, live_
     assert parsed["plan"] == {"characters": context["characters"], "truncated": False}
     assert parsed["watermark"] == {"stored": 19, "formed": 19, "parked": 0}
 
-    small, _ = asyncio.run(_read(live_server_url, token, fact_id, max_characters=50))
+    small, _ = run_async(_read(live_server_url, token, fact_id, max_characters=50))
     assert small["truncated"] is True and small["characters"] <= 50
 
 
@@ -80,8 +80,8 @@ def test_client_sees_contract_errors(live_server_url, live_project):
             return await client.resolve_citation(**kwargs)
 
     with pytest.raises(TaisceError) as unknown:
-        asyncio.run(call(fact_id=str(uuid.uuid4())))
+        run_async(call(fact_id=str(uuid.uuid4())))
     assert (unknown.value.status, unknown.value.code) == (404, "not_found")
     with pytest.raises(TaisceError) as bad:
-        asyncio.run(call(fact_id=str(uuid.uuid4()), limit=33))
+        run_async(call(fact_id=str(uuid.uuid4()), limit=33))
     assert (bad.value.status, bad.value.code) == (400, "invalid_citation")

@@ -1,6 +1,5 @@
 """The official `taisce` client against a real gunicorn server: observe, form, recall, and render the
 bundle into the memory message adapters inject."""
-import asyncio
 import dataclasses
 import json
 import uuid
@@ -13,6 +12,7 @@ from taisce.memory import MEMORY_MESSAGE_PREFIX, render_memory_message
 from formation.driver import drain
 from formation.rules import RulesProposer
 from governance import services as governance
+from tests.support.aio import run_async
 
 pytestmark = pytest.mark.live
 
@@ -43,10 +43,10 @@ def test_client_recall_round_trip(live_server_url, live_project, committed):
             read = await reader.recall(question="Dublin")
         return watermark, bundle, refused.value, unavailable.value, read
 
-    asyncio.run(observe())
+    run_async(observe())
     with committed():
         assert drain(project, proposer=RulesProposer()).turns_formed == 2
-    watermark, bundle, refused, unavailable, read = asyncio.run(ask())
+    watermark, bundle, refused, unavailable, read = run_async(ask())
     assert (refused.status, refused.code) == (400, "invalid_recall_controls")
     assert (unavailable.status, unavailable.code) == (503, "passage_unavailable")
 
