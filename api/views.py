@@ -14,9 +14,11 @@ class ObservationsView(V1View):
         messages, subject, occurred_at, key = clean_turn(body)
         receipt = services.observe(
             project=caller.project, messages=messages, data_subject_id=subject, occurred_at=occurred_at,
-            idempotency_key=key, retention_days=caller.retention_days, on_stored=kick_drain)
+            idempotency_key=key, retention_days=caller.retention_days, on_stored=kick_drain,
+            audit_principal=caller.credential_id)
         data = {"id": receipt.id, "scope": receipt.scope, "log_offset": receipt.log_offset}
-        return Result(data, status=201, magnitude=receipt.messages)
+        # A new turn's ledger row committed with it; a replay's (magnitude 0) is written after the answer.
+        return Result(data, status=201, magnitude=receipt.messages, audited=not receipt.replayed)
 
 
 class FreshnessView(V1View):

@@ -51,11 +51,13 @@ def _is_backlog_refusal(exc):
 
 
 def observe(*, project, messages, data_subject_id=None, occurred_at=None, idempotency_key=None,
-            retention_days=None, on_stored=None):
+            retention_days=None, on_stored=None, audit_principal=None):
     """Append one turn. `messages` are dicts with role, content, group_ordinal and optional occurred_at.
 
     Returns the receipt; a replay of the same key and fingerprint returns the original receipt.
     Raises Conflict (idempotency_conflict) or RateLimited (backlog full, nothing kept).
+    With `audit_principal` (a credential id) the `observe` ledger row commits with the turn itself, so the
+    ledger can never miss an acknowledged turn and the row costs no commit of its own.
     """
     subject = data_subject_id or None
     fingerprint = turn_fingerprint(project=project, data_subject_id=subject, messages=messages)
@@ -68,13 +70,9 @@ def observe(*, project, messages, data_subject_id=None, occurred_at=None, idempo
                     if replay is not None:
                         return replay
                 receipt = _append_turn(cursor, project=project, messages=messages, subject=subject,
-                                       occurred_at=occurred_at, retention_days=retention_days)
-                if digest is not None:
-                    cursor.execute(
-                        "INSERT INTO observation_retry (scope, key_digest, request_digest, observation_id)"
-                        " VALUES (%s, %s, %s, %s)",
-                        [project, digest, fingerprint, receipt.id],
-                    )
+                                       occurred_at=occurred_at, retention_days=retention_days,
+                                       retry=(digest, fingerprint) if digest is not None else None,
+                                       audit_principal=audit_principal)
             if on_stored is not None:
                 transaction.on_commit(lambda: on_stored(project), robust=True)
     except DatabaseError as exc:
@@ -118,28 +116,43 @@ def claim_offset(cursor, project, turn_time=None):
     return cursor.fetchone()[0]
 
 
-def _append_turn(cursor, *, project, messages, subject, occurred_at, retention_days):
-    log_offset = claim_offset(cursor, project, occurred_at)
+def _append_turn(cursor, *, project, messages, subject, occurred_at, retention_days, retry, audit_principal):
+    """The append as one statement: the offset (taking the watermark row lock until commit), the observation,
+    its messages, the idempotency row and the ledger row. Foreign keys are deferred, so order inside is free."""
     observation_id = str(uuid.uuid4())
     retention = timedelta(days=retention_days) if retention_days else None
-    cursor.execute(
-        "INSERT INTO observation (observation_id, scope, log_offset, kind, occurred_at, source_role,"
-        " data_subject_id, retention_until, formation_attempts)"
-        " VALUES (%s, %s, %s, 'turn', coalesce(%s, now()), %s, %s, now() + %s, 0)"
-        " RETURNING occurred_at",
-        [observation_id, project, log_offset, occurred_at, messages[0]["role"], subject, retention],
-    )
-    turn_time = cursor.fetchone()[0]
-    rows = []
+    values, message_params = [], []
     for ordinal, message in enumerate(messages):
-        rows.extend([observation_id, ordinal, message["role"], message["content"], message["group_ordinal"],
-                     message.get("occurred_at") or turn_time])
-    placeholders = ", ".join(["(%s, %s, %s, %s, %s, %s, gen_random_uuid())"] * len(messages))
-    cursor.execute(
-        "INSERT INTO turn_message (observation_id, ordinal, role, content, group_ordinal, occurred_at, chunk_id)"
-        " VALUES " + placeholders,
-        rows,
+        values.append("(%s::int, %s::text, %s::text, %s::int, %s::timestamptz)")
+        message_params += [ordinal, message["role"], message["content"], message["group_ordinal"],
+                           message.get("occurred_at")]
+    sql = (
+        "WITH w AS (INSERT INTO watermark AS w (scope, log_offset, watermark_at, updated_at)"
+        "  VALUES (%s, 0, coalesce(%s, now()), now())"
+        "  ON CONFLICT (scope) DO UPDATE SET log_offset = w.log_offset + 1,"
+        "  watermark_at = greatest(w.watermark_at, EXCLUDED.watermark_at), updated_at = now()"
+        "  RETURNING log_offset),"
+        " o AS (INSERT INTO observation (observation_id, scope, log_offset, kind, occurred_at, source_role,"
+        "  data_subject_id, retention_until, formation_attempts)"
+        "  SELECT %s, %s, w.log_offset, 'turn', coalesce(%s::timestamptz, now()), %s, %s, now() + %s::interval, 0"
+        "  FROM w RETURNING log_offset, occurred_at),"
+        " m AS (INSERT INTO turn_message (observation_id, ordinal, role, content, group_ordinal, occurred_at,"
+        "  chunk_id) SELECT %s, v.ordinal, v.role, v.content, v.group_ordinal, coalesce(v.occurred_at, o.occurred_at),"
+        "  gen_random_uuid() FROM o, (VALUES " + ", ".join(values) + ")"
+        "  AS v(ordinal, role, content, group_ordinal, occurred_at))"
     )
+    params = [project, occurred_at, observation_id, project, occurred_at, messages[0]["role"], subject, retention,
+              observation_id, *message_params]
+    if retry is not None:
+        sql += (", r AS (INSERT INTO observation_retry (scope, key_digest, request_digest, observation_id)"
+                " SELECT %s, %s, %s, %s FROM o)")
+        params += [project, retry[0], retry[1], observation_id]
+    if audit_principal is not None:
+        sql += (", a AS (INSERT INTO audit_entry (operation, principal, principal_kind, project, magnitude, outcome)"
+                " SELECT 'observe', %s, 'credential', %s, %s, 'allowed' FROM o)")
+        params += [audit_principal, project, len(messages)]
+    cursor.execute(sql + " SELECT log_offset FROM o", params)
+    log_offset = cursor.fetchone()[0]
     return ObserveReceipt(id=observation_id, scope=project, log_offset=log_offset, replayed=False,
                           messages=len(messages))
 
