@@ -89,19 +89,15 @@ def register(cursor, source, kind, projection_id, *, data_subject_id, retention_
     )
 
 
-def _bind_speaker(source, speaker_terms, claim, locked_subject):
+def _bind_speaker(source, speaker_terms, claim):
     """Which ends are the speaker; refuses first-person claims not spoken by the principal.
 
-    `locked_subject` is the observation's data_subject_id as re-read under the source lock; the message
-    role cannot change (turn_message refuses UPDATE), so the role formation read is the stored one."""
+    The message role cannot change (turn_message refuses UPDATE); the subject is re-read under the source
+    lock by the caller, which refuses an empty one as unresolvable_subject."""
     subject_is_speaker = normalize(claim.subject) in speaker_terms
     object_is_speaker = normalize(claim.object) in speaker_terms
-    if not (subject_is_speaker or object_is_speaker):
-        return False, False
-    if source.role != "user":
+    if (subject_is_speaker or object_is_speaker) and source.role != "user":
         raise ClaimRefused("not_spoken_by_principal")
-    if not locked_subject:
-        raise ClaimRefused("unresolvable_subject")
     return subject_is_speaker, object_is_speaker
 
 
@@ -112,55 +108,77 @@ def _end_key(name, is_speaker, source):
     return ("named", normalized) if normalized else ("none", "")
 
 
-_REGISTER_ENTITY = (
-    " INSERT INTO projection_dependency (scope, source_observation_id, projection_kind, projection_id,"
-    " data_subject_id, retention_until, pipeline_version, registered_at)"
-    " SELECT %s, %s, 'entity', e.entity_id::text, %s, %s, 'v1', now() FROM e ON CONFLICT DO NOTHING")
-
-
-def _speaker_entity(cursor, source, registration):
-    cursor.execute(
-        "WITH e AS (INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
-        " resolution_version, identity_kind, speaker_subject_id, first_seen_at)"
-        " VALUES (gen_random_uuid(), %s, 'speaker', 'speaker', 'person', '{}', 'entity/speaker-v1', 'speaker', %s,"
-        " now()) ON CONFLICT (scope, speaker_subject_id) WHERE identity_kind = 'speaker'"
-        " DO UPDATE SET resolution_version = entity.resolution_version RETURNING entity_id),"
-        " r AS (" + _REGISTER_ENTITY + ") SELECT entity_id FROM e",
-        [source.project, source.data_subject_id, source.project, str(source.observation_id),
-         registration["data_subject_id"], registration["retention_until"]])
-    return cursor.fetchone()[0]
-
-
-def _named_entity(cursor, source, name, entity_type, registration):
-    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
-        raise ClaimRefused("entity_name_limit")
+def _entity_cte(n, end, source, registration):
+    """SQL and parameters for resolving one end inside a combined statement: the upsert (whose no-op update
+    holds the entity row lock until commit, ordering writers within one subject), the name receipt for a
+    named end, and the entity's registration under this source."""
+    kind, name, entity_type = end
+    register = (f" r{n} AS (INSERT INTO projection_dependency (scope, source_observation_id, projection_kind,"
+                " projection_id, data_subject_id, retention_until, pipeline_version, registered_at)"
+                f" SELECT %s, %s, 'entity', e{n}.entity_id::text, %s, %s, 'v1', now() FROM e{n} ON CONFLICT DO NOTHING)")
+    register_params = [source.project, str(source.observation_id), registration["data_subject_id"],
+                       registration["retention_until"]]
+    if kind == "speaker":
+        sql = (f"e{n} AS (INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
+               " resolution_version, identity_kind, speaker_subject_id, first_seen_at)"
+               " VALUES (gen_random_uuid(), %s, 'speaker', 'speaker', 'person', '{}', 'entity/speaker-v1', 'speaker',"
+               " %s, now()) ON CONFLICT (scope, speaker_subject_id) WHERE identity_kind = 'speaker'"
+               " DO UPDATE SET resolution_version = entity.resolution_version"
+               " RETURNING entity_id, canonical_name, aliases),")
+        return sql + register, [source.project, source.data_subject_id, *register_params]
     normalized = normalize(name)
-    if not normalized:
-        return None
-    # One round trip: the upsert (whose no-op update holds the row lock until commit), the name receipt
-    # and the registration.
-    cursor.execute(
-        "WITH e AS (INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
-        " resolution_version, identity_kind, first_seen_at)"
-        " VALUES (gen_random_uuid(), %s, %s, %s, %s, '{}', 'entity/v1', 'named', now())"
-        " ON CONFLICT (scope, normalized_name) WHERE identity_kind = 'named'"
-        " DO UPDATE SET resolution_version = entity.resolution_version"
-        " RETURNING entity_id, canonical_name, aliases),"
-        " n AS (INSERT INTO entity_name_receipt (scope, source_observation_id, entity_id, name, name_hash,"
-        " normalized_name) SELECT %s, %s, e.entity_id, %s, %s, %s FROM e ON CONFLICT DO NOTHING),"
-        " r AS (" + _REGISTER_ENTITY + ") SELECT entity_id, canonical_name, aliases FROM e",
-        [source.project, name, normalized, entity_type,
-         source.project, str(source.observation_id), name, hashlib.sha256(name.encode()).digest(), normalized,
-         source.project, str(source.observation_id), registration["data_subject_id"],
-         registration["retention_until"]])
-    entity_id, canonical, aliases = cursor.fetchone()
-    if name != canonical and name not in aliases:
-        if len(aliases) >= MAX_ALIASES:
+    sql = (f"e{n} AS (INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
+           " resolution_version, identity_kind, first_seen_at)"
+           " VALUES (gen_random_uuid(), %s, %s, %s, %s, '{}', 'entity/v1', 'named', now())"
+           " ON CONFLICT (scope, normalized_name) WHERE identity_kind = 'named'"
+           " DO UPDATE SET resolution_version = entity.resolution_version"
+           " RETURNING entity_id, canonical_name, aliases),"
+           f" n{n} AS (INSERT INTO entity_name_receipt (scope, source_observation_id, entity_id, name, name_hash,"
+           f" normalized_name) SELECT %s, %s, e{n}.entity_id, %s, %s, %s FROM e{n} ON CONFLICT DO NOTHING),")
+    params = [source.project, name, normalized, entity_type,
+              source.project, str(source.observation_id), name, hashlib.sha256(name.encode()).digest(), normalized]
+    return sql + register, params + register_params
+
+
+def _resolve_ends(cursor, source, ends, registration):
+    """Resolve the claim's ends (each ("speaker"|"named", name, type) or None) in one round trip.
+
+    Returns the entity ids in order. Two named ends with one normalized name go one at a time, since a
+    single statement cannot upsert the same row twice."""
+    for end in ends:
+        if end is not None and end[0] == "named" and len(end[1].encode("utf-8")) > MAX_NAME_BYTES:
             raise ClaimRefused("entity_name_limit")
-        # The upsert above holds the row lock, so this read-modify-write cannot lose an alias.
-        cursor.execute("UPDATE entity SET aliases = (SELECT array_agg(a ORDER BY a) FROM unnest(aliases || %s::text)"
-                       " a) WHERE entity_id = %s", [name, entity_id])
-    return entity_id
+    live = [(i, end) for i, end in enumerate(ends) if end is not None]
+    same_name = (len(live) == 2 and live[0][1][0] == live[1][1][0] == "named"
+                 and normalize(live[0][1][1]) == normalize(live[1][1][1]))
+    batches = [[item] for item in live] if same_name else ([live] if live else [])
+    ids = [None] * len(ends)
+    for batch in batches:
+        ctes, params, selects = [], [], []
+        for i, end in batch:
+            sql, cte_params = _entity_cte(i, end, source, registration)
+            ctes.append(sql)
+            params += cte_params
+            selects.append(f"(SELECT entity_id FROM e{i}), (SELECT canonical_name FROM e{i}),"
+                           f" (SELECT aliases FROM e{i})")
+        cursor.execute("WITH " + ", ".join(ctes) + " SELECT " + ", ".join(selects), params)
+        row = cursor.fetchone()
+        for position, (i, end) in enumerate(batch):
+            entity_id, canonical, aliases = row[3 * position: 3 * position + 3]
+            ids[i] = entity_id
+            if end[0] == "named":
+                _add_alias(cursor, entity_id, end[1], canonical, aliases)
+    return ids
+
+
+def _add_alias(cursor, entity_id, name, canonical, aliases):
+    """A new spelling joins the sorted aliases; the upsert holds the row lock, so none is lost."""
+    if name == canonical or name in aliases:
+        return
+    if len(aliases) >= MAX_ALIASES:
+        raise ClaimRefused("entity_name_limit")
+    cursor.execute("UPDATE entity SET aliases = (SELECT array_agg(a ORDER BY a) FROM unnest(aliases || %s::text) a)"
+                   " WHERE entity_id = %s", [name, entity_id])
 
 
 def _supersede(cursor, source, new_fact_id, subject_id, predicate, valid_from, known_from, registration):
@@ -229,33 +247,44 @@ _INSERT_FACT = (
 def write_claim(cursor, *, source, claim, speaker_terms, authored_by=None, valid_from=None, known_from=None):
     """Write one admitted claim inside the caller's transaction. Returns the fact id, or None when the
     claim was withdrawn by a retraction. Raises ClaimRefused or SourceGone."""
-    subject_id_text, retention_until, pin = lock_source(cursor, source.project, source.observation_id)
-    registration = {"data_subject_id": subject_id_text, "retention_until": retention_until}
-    subject_is_speaker, object_is_speaker = _bind_speaker(source, speaker_terms, claim, subject_id_text)
-    if pin is not None and pin != source.extractor_version:
-        raise SourceGone()
+    # The ends (and so the claim's signature and derived id) depend only on the words, the role and the
+    # source's subject, which cannot change; the checks that read the database share the lock's round trip.
+    subject_is_speaker, object_is_speaker = _bind_speaker(source, speaker_terms, claim)
     subject_end = _end_key(claim.subject, subject_is_speaker, source)
     object_end = _end_key(claim.object, object_is_speaker, source)
     signature = ids.claim_signature(claim.predicate, subject_end, object_end)
     new_fact_id = ids.fact_id(source.project, source.observation_id, source.ordinal, signature)
     cursor.execute(
-        "SELECT EXISTS (SELECT 1 FROM record_retraction WHERE scope = %s AND source_observation_id = %s"
-        " AND source_ordinal = %s AND claim_signature = %s), EXISTS (SELECT 1 FROM fact WHERE fact_id = %s)",
-        [source.project, str(source.observation_id), source.ordinal, signature, str(new_fact_id)],
-    )
-    withdrawn, recorded = cursor.fetchone()
+        "SELECT o.data_subject_id, o.retention_until, o.extractor_version,"
+        " EXISTS (SELECT 1 FROM record_retraction rr WHERE rr.scope = o.scope AND rr.source_observation_id"
+        "  = o.observation_id AND rr.source_ordinal = %s AND rr.claim_signature = %s),"
+        " EXISTS (SELECT 1 FROM fact f WHERE f.fact_id = %s)"
+        " FROM (SELECT pg_advisory_xact_lock(hashtextextended('memoir:claim-source:' || %s || ':' || %s, 0))) l,"
+        " observation o WHERE o.scope = %s AND o.observation_id = %s FOR KEY SHARE OF o",
+        [source.ordinal, signature, str(new_fact_id), source.project, str(source.observation_id), source.project,
+         str(source.observation_id)])
+    row = cursor.fetchone()
+    if row is None:
+        raise SourceGone()
+    subject_id_text, retention_until, pin, withdrawn, recorded = row
+    if (subject_is_speaker or object_is_speaker) and not subject_id_text:
+        raise ClaimRefused("unresolvable_subject")  # the subject as re-read under the source lock
+    if pin is not None and pin != source.extractor_version:
+        raise SourceGone()
     if withdrawn:
         return None  # a retracted claim never comes back when its message is re-formed
     if recorded:
         return new_fact_id  # the claim is already recorded: a retried turn re-uses it
+    registration = {"data_subject_id": subject_id_text, "retention_until": retention_until}
 
-    def resolve(name, is_speaker, entity_type):
+    def end(name, is_speaker, entity_type):
         if is_speaker:
-            return _speaker_entity(cursor, source, registration)
-        return _named_entity(cursor, source, name, entity_type, registration)
+            return ("speaker", name, "person")
+        return ("named", name, entity_type) if normalize(name) else None  # a blank end stays unresolved
 
-    subject_entity = resolve(claim.subject, subject_is_speaker, "person" if subject_is_speaker else claim.subject_type)
-    object_entity = resolve(claim.object, object_is_speaker, claim.object_type)
+    subject_entity, object_entity = _resolve_ends(
+        cursor, source, [end(claim.subject, subject_is_speaker, claim.subject_type),
+                         end(claim.object, object_is_speaker, claim.object_type)], registration)
     valid_from = valid_from or source.occurred_at
     learned_at = known_from
     if claim.cardinality == "one" and subject_entity is not None:
