@@ -198,8 +198,10 @@ def _supersede(cursor, source, new_fact_id, subject_id, predicate, valid_from, k
             " (SELECT max(lower(known)) + interval '1 microsecond' FROM fact WHERE scope = %s"
             "  AND subject_entity_id = %s AND predicate = %s AND upper_inf(valid) AND upper_inf(known)"
             "  AND lower(valid) < %s),"
+            # `valid` overlaps [valid_from, ∞) exactly when it is open or ends after valid_from; written so
+            # that the slot's btree index serves it.
             " (SELECT max(upper(known)) FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
-            "  AND NOT upper_inf(known) AND valid && tstzrange(%s, NULL)))",
+            "  AND NOT upper_inf(known) AND (upper_inf(valid) OR upper(valid) > %s)))",
             [source.project, subject_id, predicate, valid_from, source.project, subject_id, predicate, valid_from],
         )
         known_from = cursor.fetchone()[0]

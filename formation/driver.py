@@ -85,7 +85,7 @@ def claim(project, *, version, skip=()):
     so a zero backoff cannot spin a failing turn straight into parking."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE observation o SET formation_attempts = formation_attempts + 1, formation_failed_at = now(),"
+            "WITH c AS (UPDATE observation o SET formation_attempts = formation_attempts + 1, formation_failed_at = now(),"
             " extractor_version = CASE WHEN o.extractor_version IS NOT NULL THEN o.extractor_version"
             "  WHEN EXISTS (SELECT 1 FROM fact_evidence e WHERE e.source_observation_id = o.observation_id"
             "               AND e.extractor_version <> %s)"
@@ -98,11 +98,20 @@ def claim(project, *, version, skip=()):
             "        - make_interval(secs => %s) * power(2, least(formation_attempts - 1, 6)))"
             "   AND observation_id <> ALL(%s::uuid[])"
             "  ORDER BY log_offset FOR UPDATE SKIP LOCKED LIMIT 1)"
-            " RETURNING observation_id, log_offset, formation_attempts, extractor_version",
+            " RETURNING observation_id, log_offset, formation_attempts, extractor_version, data_subject_id)"
+            # The messages ride along, so forming the turn needs no read of its own.
+            " SELECT c.observation_id, c.log_offset, c.formation_attempts, c.extractor_version, m.ordinal, m.role,"
+            " m.content, m.occurred_at, c.data_subject_id FROM c"
+            " LEFT JOIN turn_message m ON m.observation_id = c.observation_id ORDER BY m.ordinal",
             [version, version, version, project, float(settings.MEMOIR_FORMATION_BACKOFF),
              [str(s) for s in skip]],
         )
-        return cursor.fetchone()
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    observation_id, log_offset, attempts, pinned = rows[0][:4]
+    messages = [row[4:] for row in rows if row[4] is not None]
+    return observation_id, log_offset, attempts, pinned, messages
 
 
 def _messages(observation_id):
@@ -114,11 +123,15 @@ def _messages(observation_id):
         return cursor.fetchall()
 
 
-def form_turn(project, observation_id, proposer, *, deadline=None, stats=None):
-    """Propose, judge and store every message of one (claimed and pinned) turn. Raises TurnFailure."""
+def form_turn(project, observation_id, proposer, *, deadline=None, stats=None, messages=None):
+    """Propose, judge and store every message of one (claimed and pinned) turn. Raises TurnFailure.
+
+    `messages` are (ordinal, role, content, occurred_at, data_subject_id) rows; read here when not given."""
     stats = stats if stats is not None else DrainStats()
     v = vocab.load()
-    for ordinal, role, content, occurred_at, subject in _messages(observation_id):
+    if messages is None:
+        messages = _messages(observation_id)
+    for ordinal, role, content, occurred_at, subject in messages:
         if deadline is not None and time.monotonic() > deadline:
             raise TurnFailure("formation exceeded its turn budget")
         try:
@@ -155,11 +168,9 @@ def form_turn(project, observation_id, proposer, *, deadline=None, stats=None):
 
 
 def mark_formed(project, observation_id):
+    """Set formed_at once and recompute the watermark, in one transaction and one round trip."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("UPDATE observation SET formed_at = now() WHERE observation_id = %s AND formed_at IS NULL"
-                       " AND parked_at IS NULL", [str(observation_id)])
-        if cursor.rowcount:
-            recompute_watermark(cursor, project)
+        cursor.execute("SELECT memoir_mark_formed(%s, %s)", [project, str(observation_id)])
 
 
 def record_failure(project, observation_id, error, *, park_now=False):
@@ -235,7 +246,7 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
             claimed = claim(project, version=proposer.version, skip=failed)
             if claimed is None:
                 break
-            observation_id, log_offset, attempts, pinned = claimed
+            observation_id, log_offset, attempts, pinned, messages = claimed
             if attempts > MAX_ATTEMPTS:
                 # The previous attempt never reported back (a crash loop): park instead of retrying forever.
                 record_failure(project, observation_id, f"formation did not complete after {MAX_ATTEMPTS} attempts",
@@ -248,7 +259,7 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
                                f" the running extractor is {proposer.version}", park_now=True)
                 stats.turns_parked += 1
                 continue
-            if not _form_one(project, observation_id, proposer, time.monotonic() + turn_budget, stats):
+            if not _form_one(project, observation_id, proposer, time.monotonic() + turn_budget, stats, messages):
                 failed.add(observation_id)
     finally:
         _formation_commits(durable=True)
@@ -258,9 +269,9 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
     return stats
 
 
-def _form_one(project, observation_id, proposer, deadline, stats):
+def _form_one(project, observation_id, proposer, deadline, stats, messages):
     try:
-        formed = form_turn(project, observation_id, proposer, deadline=deadline, stats=stats)
+        formed = form_turn(project, observation_id, proposer, deadline=deadline, stats=stats, messages=messages)
     except (TurnFailure, DatabaseError) as exc:
         # A database error's text can quote row values, so only its class and SQLSTATE are kept.
         text = str(exc) if isinstance(exc, TurnFailure) else _describe_database_error(exc)

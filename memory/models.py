@@ -415,6 +415,10 @@ class Fact(models.Model):
                          name="fact_principal_idx"),
             models.Index(fields=["project", "retention_until"], condition=Q(retention_until__isnull=False),
                          name="fact_retention_idx"),
+            # Btree paths for a single-valued slot (supersession, knowledge time) and for the foreign-key
+            # checks from fact to entity that erasure's commit runs; the GiST indexes serve range queries.
+            models.Index(fields=["project", "subject_entity", "predicate"], name="fact_slot_idx"),
+            models.Index(fields=["project", "object_entity"], name="fact_object_ref_idx"),
             models.Index(fields=["superseded_by"], name="fact_superseded_by_idx"),
             models.Index(fields=["supersession_source"], name="fact_supersession_source_idx"),
         ]
