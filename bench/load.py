@@ -2,6 +2,7 @@
 gunicorn, with a Celery worker forming (rules extractor); throughput, p50/p99 per route, errors by code, then
 proof that every acknowledged turn is stored and formed. Stops by itself (BENCH_LOAD_SECONDS, default 60).
 Run: `.venv/bin/python bench/load.py` (or `make bench`). Uses its own database, recreated on each run."""
+import logging
 import os
 import sys
 import uuid
@@ -9,6 +10,8 @@ import uuid
 os.environ.setdefault("MEMOIR_BENCH_DB", "memoir_bench_load")  # before _common reads it
 
 from _common import bench_url, ensure_bench_database, setup_django  # noqa: E402
+
+logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would bury the figures
 
 SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", "60"))
 CLIENTS = int(os.environ.get("BENCH_LOAD_CLIENTS", "16"))
