@@ -150,10 +150,8 @@ class LedgeredAdmin(admin.ModelAdmin):
         return response
 
 
-class ViewOnlyAdmin(LedgeredAdmin):
-    """Append-only or derived data (console.md §1 rule 2): view permission only, for everyone."""
-
-    actions = None
+class NoWritesMixin:
+    """No add, change or delete through the console, superusers included; the triggers stay the last wall."""
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -163,6 +161,12 @@ class ViewOnlyAdmin(LedgeredAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ViewOnlyAdmin(NoWritesMixin, LedgeredAdmin):
+    """Append-only or derived data (console.md §1 rule 2): view permission only, for everyone."""
+
+    actions = None
 
 
 def exact_uuid(term):

@@ -11,6 +11,7 @@ from governance import console_selectors
 from governance.admin import (
     OPERATOR,
     ExactSearchAdmin,
+    NoWritesMixin,
     ViewOnlyAdmin,
     can_view_content,
     exact_uuid,
@@ -108,7 +109,7 @@ class ParkedFilter(YesNoFilter):
     column = "parked_at"
 
 
-class TurnMessageInline(admin.TabularInline):
+class TurnMessageInline(NoWritesMixin, admin.TabularInline):
     model = TurnMessage
     extra = 0
     can_delete = False
@@ -121,15 +122,6 @@ class TurnMessageInline(admin.TabularInline):
 
     def get_readonly_fields(self, request, obj=None):
         return self.get_fields(request, obj)
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="bytes")
     def byte_length(self, obj):
