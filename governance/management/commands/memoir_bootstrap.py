@@ -1,5 +1,6 @@
 """`memoir_bootstrap`: what `make run` needs on first start: a default project, an admin login and one
 read-write token, each created once and printed once. Later runs create nothing and say so."""
+import os
 import secrets
 
 from django.contrib.auth import get_user_model
@@ -24,7 +25,8 @@ class Command(BaseCommand):
         if not users.objects.filter(username=admin).exists():
             password = secrets.token_urlsafe(12)
             users.objects.create_superuser(username=admin, email="", password=password)
-            self.stdout.write(f"console login (shown once): http://127.0.0.1:8000/console/  user {admin}"
+            bind = os.environ.get("MEMOIR_BIND", "127.0.0.1:8000")
+            self.stdout.write(f"console login (shown once): http://{bind}/console/  user {admin}"
                               f"  password {password}")
         if not Credential.objects.filter(project_id=project, revoked_at__isnull=True).exists():
             credential, token = services.issue_credential(project=project, name="make-run",
