@@ -230,7 +230,9 @@ SELECT capped.capped, b.* FROM capped LEFT JOIN LATERAL (
          substring(mb.bytes FROM greatest(0, ev.byte_start - {CONTEXT_WINDOW}) + 1
                    FOR least(octet_length(mb.bytes), ev.byte_end + {CONTEXT_WINDOW})
                        - greatest(0, ev.byte_start - {CONTEXT_WINDOW})),
-         greatest(0, ev.byte_start - {CONTEXT_WINDOW}), octet_length(mb.bytes)
+         greatest(0, ev.byte_start - {CONTEXT_WINDOW}), octet_length(mb.bytes),
+         f.subject_entity_id::text, f.object_entity_id::text,
+         CASE WHEN r.hops > 1 THEN r.from_path::text[] ELSE ARRAY[]::text[] END
   FROM reached r
   JOIN fact f ON f.fact_id = r.fact_id
   CROSS JOIN LATERAL (
@@ -258,13 +260,18 @@ def walk_statement(*, project, anchors, subject=None, as_of=None, as_known_at=No
     return sql, params
 
 
-def _fact(row):
+def _fact(row, names):
     (fact_id, hops, anchor, predicate, statement, confidence, role, valid_from, valid_until, subject, obj,
-     path, via, observation_id, ordinal, quote, byte_start, byte_end, window, window_start, message_bytes) = row
+     path, via, observation_id, ordinal, quote, byte_start, byte_end, window, window_start, message_bytes,
+     subject_id, object_id, path_ids) = row
     if window is None:
         context, context_start, complete = "", byte_start, False
     else:
         context, context_start, complete = legible(window, window_start, byte_start, byte_end, message_bytes)
+    if names:
+        subject = names.get(subject_id, subject)
+        obj = names.get(object_id, obj)
+        path = [names.get(entity_id, name) for entity_id, name in zip(path_ids, path, strict=True)]
     return {
         "fact_id": fact_id, "subject": subject, "predicate": predicate, "object": obj, "statement": statement,
         "confidence": format_float32(confidence), "valid_from": format_ts(valid_from),
@@ -274,6 +281,28 @@ def _fact(row):
                      "byte_start": byte_start, "byte_end": byte_end, "context": context,
                      "context_start": context_start, "context_complete": complete},
     }
+
+
+# A shared entity's canonical name is the spelling first seen in the project, possibly in another person's
+# turn. A recall for one subject shows that subject's own first spelling instead (every named entity its
+# facts reach was named in its own turns), so nothing in the bundle is derived from anyone else's words.
+_SUBJECT_NAMES = (
+    "SELECT e.entity_id::text, coalesce((SELECT r.name FROM entity_name_receipt r"
+    "  JOIN observation o ON o.observation_id = r.source_observation_id"
+    "  WHERE r.entity_id = e.entity_id AND o.scope = e.scope AND o.data_subject_id = %s"
+    "  ORDER BY o.log_offset, r.id LIMIT 1), e.normalized_name)"
+    " FROM entity e WHERE e.entity_id = ANY(%s::uuid[]) AND e.identity_kind = 'named'"
+)
+
+
+def _subject_names(cursor, subject, anchors, rows):
+    ids = {a["entity_id"] for a in anchors if a["matched"] != "speaker"}
+    for row in rows:
+        ids.update(entity_id for entity_id in (row[-3], row[-2], *row[-1]) if entity_id)
+    if not ids:
+        return {}
+    cursor.execute(_SUBJECT_NAMES, [subject, sorted(ids)])
+    return dict(cursor.fetchall())
 
 
 def _size(fact):
@@ -341,10 +370,13 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
             result = cursor.fetchall()
             capped = bool(result[0][0])
             rows = [row[1:] for row in result if row[1] is not None]
-    return _compose(applied, found, anchors, rows, capped, subject)
+        names = _subject_names(cursor, subject, anchors, rows[:MAX_ROWS]) if subject else {}
+    for anchor in anchors:
+        anchor["name"] = names.get(anchor["entity_id"], anchor["name"])
+    return _compose(applied, found, anchors, rows, capped, subject, names)
 
 
-def _compose(applied, found, anchors, rows, capped, subject):
+def _compose(applied, found, anchors, rows, capped, subject, names):
     bundle = _empty_bundle(applied, len(found))
     degraded = bundle["degraded"]
 
@@ -363,7 +395,7 @@ def _compose(applied, found, anchors, rows, capped, subject):
         truncated = capped or len(rows) > MAX_ROWS
         facts = []
         for row in rows[:MAX_ROWS]:
-            fact = _fact(row)
+            fact = _fact(row, names)
             size = _size(fact)
             if size > applied.max_characters - spent:
                 truncated = True  # the first misfit ends the surface; nothing later is tried

@@ -88,3 +88,25 @@ def test_another_subjects_facts_never_take_a_place_under_the_cap(project, auth):
     assert mine["truncated"] is False
     wide = recall_ok(auth, question="Acme")
     assert wide["truncated"] is True and len(wide["facts"]) == 64
+
+
+def test_a_shared_entity_is_named_in_each_subjects_own_spelling(project, auth):
+    # B names the company first, so the entity's canonical name is B's spelling.
+    observe_turn(project, "I work at ACME Widgets.", subject="subject-b")
+    observe_turn(project, "Bob works at ACME Widgets.", subject="subject-b")
+    observe_turn(project, "I work at Acme widgets.", subject="subject-a")
+    form(project)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT canonical_name FROM entity WHERE scope = %s AND normalized_name = 'acme widgets'",
+                       [project])
+        assert cursor.fetchone()[0] == "ACME Widgets"
+    for hops in (1, 2):
+        bundle = recall_ok(auth, question="Who works at acme widgets?", data_subject_id="subject-a", hops=hops)
+        text = json.dumps(bundle, ensure_ascii=False)
+        assert "ACME" not in text and "Bob" not in text
+        assert [f["object"] for f in bundle["facts"]] == ["Acme widgets"]
+        assert {a["name"] for a in bundle["anchors"]} == {"speaker", "Acme widgets"}
+    own = recall_ok(auth, question="Who works at acme widgets?", data_subject_id="subject-b")
+    assert {f["object"] for f in own["facts"]} == {"ACME Widgets"}
+    wide = recall_ok(auth, question="acme widgets")
+    assert {f["object"] for f in wide["facts"]} == {"ACME Widgets"}  # project-wide reads keep the canonical name
