@@ -3,6 +3,9 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
@@ -72,3 +75,27 @@ def summary(latencies_s):
 def fmt(stats):
     return (f"n={stats['n']} p50={stats['p50_ms']:.2f}ms p95={stats['p95_ms']:.2f}ms p99={stats['p99_ms']:.2f}ms"
             f" mean={stats['mean_ms']:.2f}ms")
+
+
+def timed_pool(items, concurrency, *, open_resource, call):
+    """Run `call(resource, item)` over `items` on `concurrency` threads, each thread with its own resource
+    (a client or a connection) from `open_resource()`. `call` returns (seconds, result).
+    Returns (items per second, latency summary, results)."""
+    latencies, results = [], []
+    lock = threading.Lock()
+    local = threading.local()
+
+    def one(item):
+        resource = getattr(local, "resource", None)
+        if resource is None:
+            resource = local.resource = open_resource()
+        elapsed, result = call(resource, item)
+        with lock:
+            latencies.append(elapsed)
+            results.append(result)
+
+    items = list(items)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        list(pool.map(one, items))
+    return len(items) / (time.perf_counter() - started), summary(latencies), results

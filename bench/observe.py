@@ -6,14 +6,12 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import psycopg
-from _common import ROOT, ensure_bench_database, fmt, setup_django, summary
+from _common import ROOT, ensure_bench_database, fmt, setup_django, timed_pool
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 REQUESTS = int(os.environ.get("BENCH_OBSERVE_REQUESTS", "2000"))
@@ -48,41 +46,25 @@ def start_server(db_url):
 
 
 def http_run(url, token, concurrency, n):
-    latencies = []
-    lock = threading.Lock()
-    local = threading.local()
-
-    def one(i):
-        client = getattr(local, "client", None)
-        if client is None:
-            client = local.client = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    def call(client, i):
         body = json.dumps({"idempotency_key": str(uuid.uuid4()), "data_subject_id": f"s{i % 50}",
                            "messages": [{"role": "user", "content": CONTENT}]})
         started = time.perf_counter()
         response = client.post(url + "/v1/observations", content=body)
         elapsed = time.perf_counter() - started
         assert response.status_code == 201, response.text
-        with lock:
-            latencies.append(elapsed)
+        return elapsed, None
 
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        list(pool.map(one, range(n)))
-    return n / (time.perf_counter() - started), summary(latencies)
-
-
+    rate, stats, _ = timed_pool(
+        range(n), concurrency, call=call,
+        open_resource=lambda: httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30))
+    return rate, stats
 
 
 def raw_run(db_url, project, concurrency, n):
     """The same append transaction with psycopg and no framework: the floor HTTP is compared with."""
-    latencies = []
-    lock = threading.Lock()
-    local = threading.local()
 
-    def one(i):
-        conn = getattr(local, "conn", None)
-        if conn is None:
-            conn = local.conn = psycopg.connect(db_url)
+    def call(conn, i):
         key = hashlib.sha256(uuid.uuid4().bytes).digest()
         fingerprint = hashlib.sha256(CONTENT.encode()).digest()
         oid = str(uuid.uuid4())
@@ -105,14 +87,10 @@ def raw_run(db_url, project, concurrency, n):
                          [oid, CONTENT])
             conn.execute("INSERT INTO observation_retry (scope, key_digest, request_digest, observation_id)"
                          " VALUES (%s, %s, %s, %s)", [project, key, fingerprint, oid])
-        elapsed = time.perf_counter() - started
-        with lock:
-            latencies.append(elapsed)
+        return time.perf_counter() - started, None
 
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        list(pool.map(one, range(n)))
-    return n / (time.perf_counter() - started), summary(latencies)
+    rate, stats, _ = timed_pool(range(n), concurrency, call=call, open_resource=lambda: psycopg.connect(db_url))
+    return rate, stats
 
 
 def main():

@@ -7,15 +7,13 @@ import os
 import random
 import re
 import sys
-import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import psycopg
-from _common import bench_url, ensure_bench_database, fmt, setup_django, summary
+from _common import bench_url, ensure_bench_database, fmt, setup_django, summary, timed_pool
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -162,26 +160,17 @@ def question_for(index):
 
 
 def http_run(url, token, questions, concurrency):
-    latencies, facts = [], []
-    lock = threading.Lock()
-    local = threading.local()
-
-    def one(question):
-        client = getattr(local, "client", None)
-        if client is None:
-            client = local.client = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        body = json.dumps({"question": question})
+    def call(client, question):
         started = time.perf_counter()
-        response = client.post(url + "/v1/recalls", content=body)
+        response = client.post(url + "/v1/recalls", content=json.dumps({"question": question}))
         elapsed = time.perf_counter() - started
         assert response.status_code == 200, response.text
-        with lock:
-            latencies.append(elapsed)
-            facts.append(len(response.json()["facts"]))
+        return elapsed, len(response.json()["facts"])
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        list(pool.map(one, questions))
-    return summary(latencies), sum(facts) / len(facts)
+    _, stats, facts = timed_pool(
+        questions, concurrency, call=call,
+        open_resource=lambda: httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30))
+    return stats, sum(facts) / len(facts)
 
 
 def direct_sql(conn, question):

@@ -1,4 +1,4 @@
-"""Shared argument handling for the erasure and export commands (not a command itself)."""
+"""Shared argument handling for the erasure, export and listing commands (not a command itself)."""
 import sys
 
 from django.core.management.base import CommandError
@@ -29,6 +29,17 @@ def refuse(op, project, err):
     """A refused CLI attempt leaves its ledger row, then fails the command."""
     audit.record_best_effort(op, audit.CLI_PRINCIPAL, "operator", project if err.status != 404 else "", 0, "refused")
     raise CommandError(err.message or err.code)
+
+
+def require_project(op, project):
+    """The named project must exist; otherwise the attempt is refused (and ledgered) like any other."""
+    from governance import erasure
+    from memory.errors import DomainError
+
+    try:
+        erasure.require_project(project)
+    except DomainError as err:
+        refuse(op, project, err)
 
 
 def parse_limit(value):

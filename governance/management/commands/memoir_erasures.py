@@ -2,9 +2,8 @@
 from django.core.management.base import BaseCommand
 
 from governance import audit, erasure
-from memory.errors import DomainError
 
-from ._selector import parse_limit, refuse
+from ._selector import parse_limit, require_project
 
 
 class Command(BaseCommand):
@@ -18,10 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, action, project, limit=None, **options):
         limit = parse_limit(limit)
-        try:
-            erasure.require_project(project)
-        except DomainError as err:
-            refuse("erasure.list", project, err)
+        require_project("erasure.list", project)
         items = erasure.list_erasures(project=project, limit=limit)
         audit.record("erasure.list", audit.CLI_PRINCIPAL, "operator", project, len(items))
         for item in items:

@@ -1,10 +1,9 @@
 """`memoir_refusals summary --project P [--limit N]`: refusal counts by reason and predicate, largest first."""
 from django.core.management.base import BaseCommand
 
-from governance import audit, erasure, export
-from memory.errors import DomainError
+from governance import audit, export
 
-from ._selector import parse_limit, refuse
+from ._selector import parse_limit, require_project
 
 
 class Command(BaseCommand):
@@ -18,10 +17,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, action, project, limit=None, **options):
         limit = parse_limit(limit)
-        try:
-            erasure.require_project(project)
-        except DomainError as err:
-            refuse("refusal.summary", project, err)
+        require_project("refusal.summary", project)
         rows = export.refusal_summary(project=project, limit=limit)
         audit.record("refusal.summary", audit.CLI_PRINCIPAL, "operator", project, len(rows))
         for row in rows:
