@@ -30,8 +30,15 @@ class LoadResult:
     def requests(self):
         return sum(self.answers.values())
 
+    backpressure_without_retry_after: int = 0
+
     def errors(self):
-        return {key: n for key, n in self.answers.items() if key[1] not in (200, 201)}
+        """Refusals other than backpressure (429 rate_limited, which the spec prescribes when the backlog is full)."""
+        return {key: n for key, n in self.answers.items()
+                if key[1] not in (200, 201) and key[1:] != (429, "rate_limited")}
+
+    def backpressure(self):
+        return self.answers.get(("observe", 429, "rate_limited"), 0)
 
     def server_errors(self):
         return {key: n for key, n in self.answers.items() if not isinstance(key[1], int) or key[1] >= 500}
@@ -95,12 +102,18 @@ class _Client(threading.Thread):
                 code = response.json()["error"]["code"]
             except (ValueError, KeyError, TypeError):
                 code = "not-json"
+        retry_after = response.headers.get("Retry-After") if response.status_code == 429 else None
         with self.lock:
             self.result.latencies[route].append(elapsed)
             self.result.answers[(route, response.status_code, code)] += 1
+            if response.status_code == 429 and not (retry_after or "").isdigit():
+                self.result.backpressure_without_retry_after += 1
             if route == "observe" and response.status_code == 201:
                 data = response.json()
                 self.result.acked[self.project].append((data["id"], data["log_offset"]))
+        if retry_after and retry_after.isdigit():
+            # Back off as a well-behaved client does; the refused turn kept nothing, so nothing is lost.
+            time.sleep(min(int(retry_after), max(0.0, self.deadline - time.monotonic())))
 
 
 def run_load(url, projects, *, clients=16, seconds=20.0, subjects=6, max_requests_per_client=100_000, timeout=35):
@@ -164,6 +177,7 @@ def report(result, *, formed_seconds=None):
                          f"  p50={_percentile(ordered, 50) * 1000:7.1f}ms  p99={_percentile(ordered, 99) * 1000:7.1f}ms"
                          f"  mean={statistics.fmean(ordered) * 1000:7.1f}ms")
     errors = result.errors()
+    lines.append(f"  backpressure (observe 429 rate_limited, backlog full): {result.backpressure()}")
     lines.append("  errors by code: " + (", ".join(f"{r} {s} {c}: {n}" for (r, s, c), n in sorted(
         errors.items(), key=str)) if errors else "none"))
     if formed_seconds is not None:
