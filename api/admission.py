@@ -2,6 +2,7 @@
 (api.md §1.4). Fails open when Redis is unreachable, so observe still answers with Redis down."""
 import logging
 import time
+import uuid
 
 import redis
 from django.conf import settings
@@ -10,7 +11,10 @@ logger = logging.getLogger(__name__)
 
 _client = None
 _down_until = [0.0]  # after a Redis failure, skip admission briefly instead of paying a timeout per request
-_SLOT_TTL_SECONDS = 60  # a crashed request's slot expires rather than leaking forever
+# Each in-flight request is one member of a sorted set scored by its start time. A slot whose request died
+# without releasing it (a killed web worker) ages out on its own after this many seconds, whatever the
+# traffic; no request lives this long (the request deadline is 30 s).
+_SLOT_TTL_SECONDS = 60
 
 
 def _redis():
@@ -23,8 +27,9 @@ def _redis():
 class Ticket:
     """The slots one request holds; release() gives them back."""
 
-    def __init__(self, keys):
+    def __init__(self, keys, member=""):
         self.keys = keys
+        self.member = member
 
     def release(self):
         if not self.keys:
@@ -32,7 +37,7 @@ class Ticket:
         try:
             pipe = _redis().pipeline()
             for key in self.keys:
-                pipe.decr(key)
+                pipe.zrem(key, self.member)
             pipe.execute()
         except redis.RedisError:
             logger.warning("admission release skipped: redis unreachable")
@@ -47,17 +52,21 @@ def admit(caller):
     limits = [(key, limit) for key, limit in limits if limit > 0]
     if not limits or time.monotonic() < _down_until[0]:
         return Ticket([])
+    member = uuid.uuid4().hex
+    now = time.time()
     try:
         pipe = _redis().pipeline()
         for key, _ in limits:
-            pipe.incr(key)
+            pipe.zremrangebyscore(key, "-inf", now - _SLOT_TTL_SECONDS)
+            pipe.zadd(key, {member: now})
+            pipe.zcard(key)
             pipe.expire(key, _SLOT_TTL_SECONDS)
-        counts = pipe.execute()[0::2]
+        counts = pipe.execute()[2::4]
     except redis.RedisError:
         _down_until[0] = time.monotonic() + 1.0
         logger.warning("admission skipped: redis unreachable")
         return Ticket([])
-    ticket = Ticket([key for key, _ in limits])
+    ticket = Ticket([key for key, _ in limits], member)
     if any(count > limit for count, (_, limit) in zip(counts, limits, strict=True)):
         ticket.release()
         return None

@@ -12,7 +12,7 @@ from memory.errors import DomainError
 
 from . import admission, authentication
 from .errors import ApiError, error_response, json_response
-from .jsonbody import Obj, check_shape, decode_body
+from .jsonbody import MAX_BODY_BYTES, Obj, check_shape, decode_body
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,19 @@ class Result:
         self.status = status
         self.magnitude = magnitude
         self.audited = audited
+
+
+def _chunked_body(request):
+    """The body of a chunked request (no Content-Length), which Django reads as empty; None otherwise.
+
+    Only when the server has de-chunked the stream and marks it terminated (gunicorn does), so reading to
+    the end is safe; one byte past the limit is read so an oversize body is still refused."""
+    meta = request.META
+    if meta.get("CONTENT_LENGTH") or not meta.get("wsgi.input_terminated"):
+        return None
+    if "chunked" not in meta.get("HTTP_TRANSFER_ENCODING", "").lower():
+        return None
+    return meta["wsgi.input"].read(MAX_BODY_BYTES + 1)
 
 
 def _database_capacity_error(exc):
@@ -103,7 +116,9 @@ class V1View(APIView):
 
     def _read_body(self, request):
         try:
-            raw = request.body
+            raw = _chunked_body(request)
+            if raw is None:
+                raw = request.body
         except (RawPostDataException, Exception) as exc:  # RequestDataTooBig and friends
             raise ApiError(400, "invalid_body") from exc
         body = decode_body(raw)

@@ -1,10 +1,26 @@
 """Unauthenticated liveness and readiness probes (api.md §7.10)."""
+import functools
 import time
 
 from django.db import connection
-from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from .errors import ApiError, error_response, json_response
 
 _ready_cache = {"at": 0.0, "ok": False}
+
+
+def _get_only(view):
+    """Probes answer GET and HEAD; anything else gets the API's JSON 405, not Django's HTML refusals."""
+    @csrf_exempt
+    @functools.wraps(view)
+    def wrapped(request):
+        if request.method not in ("GET", "HEAD"):
+            response = error_response(ApiError(405, "method_not_allowed"))
+            response["Allow"] = "GET, HEAD"
+            return response
+        return view(request)
+    return wrapped
 
 
 def _no_store(response):
@@ -12,10 +28,12 @@ def _no_store(response):
     return response
 
 
+@_get_only
 def health(request):
-    return _no_store(JsonResponse({"status": "ok"}))
+    return _no_store(json_response({"status": "ok"}))
 
 
+@_get_only
 def ready(request):
     now = time.monotonic()
     if now - _ready_cache["at"] > 1.0:
@@ -27,5 +45,5 @@ def ready(request):
             ok = False
         _ready_cache.update(at=now, ok=ok)
     if _ready_cache["ok"]:
-        return _no_store(JsonResponse({"status": "ready"}))
-    return _no_store(JsonResponse({"status": "unavailable"}, status=503))
+        return _no_store(json_response({"status": "ready"}))
+    return _no_store(json_response({"status": "unavailable"}, status=503))

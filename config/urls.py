@@ -1,7 +1,7 @@
 """Top-level URLs: the /v1 API, health probes and the operator console."""
 from django.urls import include, path
 
-from api import health
+from api import fallback, health
 
 urlpatterns = [
     path("health", health.health),
@@ -9,3 +9,7 @@ urlpatterns = [
     path("v1", include("api.urls")),
     path("", include("governance.console_urls")),
 ]
+
+handler400 = fallback.bad_request
+handler404 = fallback.page_not_found
+handler500 = fallback.server_error

@@ -255,12 +255,26 @@ def test_revoked_and_suspended_are_refused_on_the_next_request(new_project):
 def test_trailing_slash_and_unknown_routes_are_404_never_redirects(new_project):
     project, token = new_project
     client = Client()
-    for path in ("/v1/observations/", "/v1/recalls/", "/v1/nope", "/v1/"):
+    for path in ("/v1/observations/", "/v1/recalls/", "/v1/nope", "/v1/", "/v1"):
         response = post(client, token, TURN, path=path)
         assert response.status_code == 404, path
         assert response.json() == {"error": {"code": "not_found", "message": "not found"}}
     assert ledger(project, "route.unknown")[0][:2] == ("route.unknown", "refused")
     assert post(client, "bad", TURN, path="/v1/nope").status_code == 401
+    assert post(client, "bad", TURN, path="/v1").status_code == 401
+
+
+def test_a_disallowed_host_on_v1_gets_the_json_envelope_and_the_console_keeps_its_page(new_project):
+    _, token = new_project
+    client = Client()
+    api = client.generic(
+        "POST", "/v1/observations", json.dumps(TURN).encode(), HTTP_HOST="evil.example",
+        HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert api.status_code == 400
+    assert api["Content-Type"] == "application/json; charset=utf-8"
+    assert api.json()["error"]["code"] == "invalid_body"
+    console = client.get("/console/", HTTP_HOST="evil.example")
+    assert console.status_code == 400 and not console["Content-Type"].startswith("application/json")
 
 
 def test_wrong_method_is_405_with_allow(new_project):
@@ -303,6 +317,11 @@ def test_health_and_ready_need_no_credential(db):
     ready = client.get("/ready")
     assert ready.status_code == 200 and ready.json() == {"status": "ready"}
     assert ready["Cache-Control"] == "no-store"
+    assert health["Content-Type"] == "application/json; charset=utf-8"
+    for path in ("/health", "/ready"):
+        refused = Client(enforce_csrf_checks=True).post(path)
+        assert refused.status_code == 405 and refused["Allow"] == "GET, HEAD", path
+        assert refused.json()["error"]["code"] == "method_not_allowed"
 
 
 @pytest.mark.parametrize("path,body", [

@@ -82,7 +82,7 @@ def _rounds_answer_quickly(url, token, rounds=2):
 def test_admission_fails_open_quickly_while_redis_is_down(stack, committed):
     url, token, server = stack["url"], stack["token"], stack["redis"]
     assert all(status == expected for _, status, expected, _ in _calls(url, token))
-    assert redis_client.Redis(port=server.port).exists(stack["slot"])  # admission really counts in Redis
+    assert _admission_counts(url, token, server, stack["slot"])  # admission really counts in Redis
 
     server.stop()
     _rounds_answer_quickly(url, token)
@@ -92,9 +92,48 @@ def test_admission_fails_open_quickly_while_redis_is_down(stack, committed):
 
     def counted_again():
         _calls(url, token)
-        return redis_client.Redis(port=server.port).exists(stack["slot"])
+        return _admission_counts(url, token, server, stack["slot"])
 
     wait_for(counted_again, 15, interval=0.5, what="admission counting again")
+
+
+def _fill(server, slot, *, age_seconds, count=64):
+    """Slots held by requests that started `age_seconds` ago (a live burst, or slots leaked by dead workers)."""
+    started = time.time() - age_seconds
+    redis_client.Redis(port=server.port).zadd(slot, {f"held-{n}": started for n in range(count)})
+
+
+def _admission_counts(url, token, server, slot):
+    """True when a full credential is refused with 429 + Retry-After and admitted again once the slots free."""
+    _fill(server, slot, age_seconds=0)
+    refused = httpx.get(url + "/v1/freshness", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    redis_client.Redis(port=server.port).delete(slot)
+    again = httpx.get(url + "/v1/freshness", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    return (refused.status_code == 429 and refused.json()["error"]["code"] == "rate_limited"
+            and refused.headers.get("Retry-After") == "1" and again.status_code == 200)
+
+
+def test_a_full_credential_answers_429_and_a_finished_request_gives_its_slot_back(stack):
+    url, token, server, slot = stack["url"], stack["token"], stack["redis"], stack["slot"]
+    _fill(server, slot, age_seconds=0, count=63)  # one slot left
+    for _ in range(3):  # sequential requests each take the last slot and give it back
+        assert httpx.get(url + "/v1/freshness", headers={"Authorization": f"Bearer {token}"},
+                         timeout=10).status_code == 200
+    assert redis_client.Redis(port=server.port).zcard(slot) == 63
+    assert _admission_counts(url, token, server, slot)
+
+
+def test_slots_leaked_by_dead_requests_age_out_even_while_the_client_keeps_retrying(stack):
+    """A killed web worker never releases its slot; retries within the window must not keep it alive."""
+    url, token, server, slot = stack["url"], stack["token"], stack["redis"], stack["slot"]
+    _fill(server, slot, age_seconds=58)  # leaked 58 s ago; every slot is in use
+    auth = {"Authorization": f"Bearer {token}"}
+    assert httpx.get(url + "/v1/freshness", headers=auth, timeout=10).status_code == 429
+    time.sleep(1)
+    assert httpx.get(url + "/v1/freshness", headers=auth, timeout=10).status_code == 429  # a retry, still full
+    time.sleep(1.5)
+    assert httpx.get(url + "/v1/freshness", headers=auth, timeout=10).status_code == 200  # aged out
+    assert redis_client.Redis(port=server.port).zcard(slot) == 0
 
 
 def test_requests_answer_quickly_while_redis_hangs(stack):
