@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from governance import audit
 from memory.errors import DomainError
+from memory.retry import run_retrying
 
 from . import admission, authentication
 from .errors import ApiError, error_response, json_response
@@ -99,7 +100,7 @@ class V1View(APIView):
             return response
         try:
             body = self._read_body(request) if self.method == "POST" and self.reads_body else {}
-            result = self.handle(caller, body)
+            result = self._handle_retrying_deadlocks(caller, body)
         except ApiError as err:
             return self._refuse(caller, err)
         except DomainError as err:
@@ -128,6 +129,11 @@ class V1View(APIView):
 
     def handle(self, caller, body):
         raise NotImplementedError
+
+    def _handle_retrying_deadlocks(self, caller, body):
+        # Every route's writes are one transaction, so a deadlock (two writers, or a writer and an erasure,
+        # locking in opposite orders) rolled back everything it did: run the route again instead of a 500.
+        return run_retrying(lambda: self.handle(caller, body), what=self.op)
 
     def _audit(self, caller, outcome, magnitude):
         audit.record_best_effort(self.op, caller.credential_id, "credential", caller.project, magnitude, outcome)

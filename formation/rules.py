@@ -60,13 +60,15 @@ def _tokenize(content: str) -> list[_Token]:
 # --- segmentation -------------------------------------------------------------------------------
 
 _LINE_BREAKS = "\n\r\x0b\x0c\x85\u2028\u2029"
+# Each run of stops or of white space is tried once, from its first character (the lookbehinds), and never
+# given back (possessive quantifiers): both keep segmentation linear on a 64 KiB run of dots or spaces.
 _SENTENCE_BOUNDARY = re.compile(
-    r"(?P<stop>[.!?]+[\"”’')\]]*)(?=" + WS_CLASS + r"|$)|(?P<line>[" + _LINE_BREAKS + r"])"
+    r"(?P<stop>(?<![.!?])[.!?]++[\"”’')\]]*+)(?=" + WS_CLASS + r"|$)|(?P<line>[" + _LINE_BREAKS + r"])"
 )
 _CLAUSE_SEPARATOR = re.compile(
     r"(?P<semi>;)"
-    r"|(?P<but>,?" + WS_CLASS + r"+but" + WS_CLASS + r"+)"
-    r"|(?P<and>" + WS_CLASS + r"+and" + WS_CLASS + r"+)",
+    r"|(?P<but>(?:,|(?<!" + WS_CLASS + r"))" + WS_CLASS + r"++but" + WS_CLASS + r"++)"
+    r"|(?P<and>(?<!" + WS_CLASS + r")" + WS_CLASS + r"++and" + WS_CLASS + r"++)",
     re.IGNORECASE,
 )
 

@@ -7,11 +7,12 @@ import logging
 import re
 from dataclasses import dataclass
 
-from django.db import OperationalError, connection, transaction
+from django.db import connection, transaction
 
 from api.encoding import format_ts
 from api.jsonbody import canonical_uuid, has_nul, is_blank, utf8_len
 from memory.errors import DomainError, Invalid, NotFound
+from memory.retry import DEADLOCK, SERIALIZATION, run_retrying
 from memory.services import recompute_watermark
 
 from . import audit
@@ -26,7 +27,6 @@ MAX_REASON_BYTES = 1_024
 WALK_ORDER = ("feedback", "fact_history", "segment", "agent_artifact", "rejected_claim", "fact", "entity")
 SOURCE_KEYS = ("entity_name_receipt", "record_retraction", "curated_claim", "message", "fact_evidence", "observation")
 _IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
-_RETRYABLE = ("40P01", "40001")  # deadlock, serialization: nothing was kept, so the whole erasure reruns
 
 
 @dataclass(frozen=True)
@@ -359,15 +359,9 @@ def erase(*, project, data_subject_id=None, source_observation_ids=None, reason=
     if not isinstance(reason, str) or has_nul(reason) or utf8_len(reason) > MAX_REASON_BYTES:
         raise Invalid("invalid_erasure", "reason is at most 1024 bytes")
     require_project(project)
-    attempts = 1 if connection.in_atomic_block else 3
-    for attempt in range(attempts):
-        try:
-            return _erase_once(project, subject, ids, reason, principal, principal_kind)
-        except OperationalError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) not in _RETRYABLE or attempt == attempts - 1:
-                raise
-            logger.info("erasure in %s retried after a lock conflict", project)
-    raise AssertionError("unreachable")
+    # Nothing was kept by a run that lost a lock conflict, so the whole erasure reruns.
+    return run_retrying(lambda: _erase_once(project, subject, ids, reason, principal, principal_kind),
+                        what="erasure", sqlstates=(DEADLOCK, SERIALIZATION))
 
 
 def list_erasures(*, project, limit=100):

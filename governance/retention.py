@@ -8,6 +8,7 @@ import logging
 from django.db import connection, transaction
 
 from api.encoding import format_ts
+from memory.retry import run_retrying
 from memory.services import recompute_watermark
 
 from . import audit
@@ -97,7 +98,7 @@ def sweep(*, now=None, project=None):
     for name in _due_projects(now, project):
         total = None
         for _ in range(MAX_PASSES_PER_RUN):
-            receipt, more = _pass(name, now)
+            receipt, more = run_retrying(lambda name=name: _pass(name, now), what="retention sweep")
             if receipt is not None:
                 total = _merge(total, receipt)
             if not more:

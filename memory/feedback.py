@@ -30,7 +30,15 @@ def record_feedback(*, caller, record_id, note, proposed_object=None):
     """Store one report about a record of this project (any status) and register it wherever the
     record is registered, so the erasures that reach the record reach the report too."""
     with transaction.atomic(), connection.cursor() as cursor:
-        # Key share: a purge or erasure deleting the record waits for this, or this waits for it.
+        # Key share on the record's sources first, then the record: the order an erasure locks them in
+        # (observations, then what derives from them), so the two queue rather than deadlock. A purge or
+        # erasure deleting the record waits for this, or this waits for it and then finds nothing.
+        cursor.execute(
+            "SELECT 1 FROM observation WHERE scope = %s AND observation_id IN (SELECT source_observation_id"
+            " FROM projection_dependency WHERE scope = %s AND projection_kind = 'fact' AND fact_ref = %s)"
+            " ORDER BY observation_id FOR KEY SHARE",
+            [caller.project, caller.project, record_id],
+        )
         cursor.execute("SELECT 1 FROM fact WHERE scope = %s AND fact_id = %s FOR KEY SHARE",
                        [caller.project, record_id])
         if cursor.fetchone() is None:

@@ -186,6 +186,10 @@ timezone = 'UTC'
 log_timezone = 'UTC'
 log_line_prefix = '%m [%p] %q%u@%d '
 log_min_duration_statement = -1
+# The server log is outside erasure's reach, so it must never hold content: no failing statement's text
+# (log_min_error_statement) and no DETAIL lines, which quote key values (log_error_verbosity).
+log_min_error_statement = panic
+log_error_verbosity = terse
 "
     printf '%s' "$conf" | as_pg tee "$PGDATA/memoir.conf" >/dev/null
     if ! grep -q "^include_if_exists = 'memoir.conf'" "$PGDATA/postgresql.conf"; then
@@ -268,6 +272,9 @@ pg_up() {
             die "embedded PostgreSQL already runs on port $rport, not $PG_PORT ('make down' first)"
         fi
         pg_wait_ready
+        # Settings that take a reload (the log rules among them) apply to a cluster started by an older checkout.
+        pg_write_conf
+        as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" reload >/dev/null
         pg_ensure_db
         echo "postgres: already running (embedded) $(pg_describe)"
         return

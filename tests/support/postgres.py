@@ -64,7 +64,8 @@ class PrivatePostgres:
             conf = (f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\n"
                     f"unix_socket_directories = '{self.dir}'\nmax_connections = {self.max_connections}\n"
                     "superuser_reserved_connections = 3\nshared_buffers = 32MB\nfsync = on\n"
-                    "synchronous_commit = on\njit = off\ntimezone = 'UTC'\n")
+                    "synchronous_commit = on\njit = off\ntimezone = 'UTC'\n"
+                    "log_min_error_statement = panic\nlog_error_verbosity = terse\n")
             _as_owner(["tee", "-a", str(self.data / "postgresql.conf")], input=conf, check=True)
         self._pg_ctl("start", "-l", str(self.logfile))
         return self
