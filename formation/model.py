@@ -182,6 +182,9 @@ def _find_envelope(text: str) -> list | None:
     return None
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def _claim(item: object, index: int, text: str) -> Proposal:
     if not isinstance(item, dict):
         raise ProposerError(f"model reply claim {index} is not an object: {reply_excerpt(text)}")
@@ -195,7 +198,9 @@ def _claim(item: object, index: int, text: str) -> Proposal:
             raise ProposerError(
                 f"model reply claim {index} field {name!r} is not a string: {reply_excerpt(text)}"
             )
-        fields[name] = value
+        # NUL and lone surrogates cannot be stored in PostgreSQL text; kept, they would fail the write and park
+        # the turn. Replaced, the claim goes through the gates and is believed or refused like any other.
+        fields[name] = _UNSTORABLE.sub("\ufffd", value)
     confidence = item.get("confidence")
     if confidence is None:
         confidence = 0.0

@@ -51,8 +51,10 @@ def _tokenize(content: str) -> list[_Token]:
     for match in _WORD.finditer(content):
         text = match.group()
         word = text.lower().replace("’", "'")
-        cap = text[0].isupper()
-        for part in _EXPANSIONS.get(word, (word,)):
+        parts = _EXPANSIONS.get(word)
+        # A contraction ("I'm", "Don't") is never a name, so its parts carry no capital.
+        cap = text[0].isupper() and parts is None
+        for part in parts or (word,):
             tokens.append(_Token(part, match.start(), match.end(), cap))
     return tokens
 
@@ -210,9 +212,24 @@ _REPORTING_VERBS = frozenset({
     "said", "says", "told", "tells", "claims", "claimed", "thinks", "believes", "mentioned", "mentions",
     "wrote", "writes", "reckons", "insists", "insisted",
 })
-_HEDGE_VERBS = frozenset({"think", "guess", "believe", "suppose", "reckon", "assume"})
-_HEDGE_WORDS = frozenset({"maybe", "probably", "perhaps", "possibly"})
-_CONDITIONALS = frozenset({"if", "whether", "unless", "wish", "imagine", "pretend"})
+_HEDGE_VERBS = frozenset({
+    "think", "guess", "believe", "suppose", "reckon", "assume", "doubt", "wonder", "wondering", "check", "verify",
+    "confirm",
+})
+_HEDGE_WORDS = frozenset({
+    "maybe", "probably", "perhaps", "possibly", "apparently", "supposedly", "allegedly", "seemingly",
+})
+_CONDITIONALS = frozenset({
+    "if", "whether", "unless", "wish", "imagine", "pretend", "assuming", "supposing", "let's", "lets",
+})
+# A negation anywhere before the subject in its clause ("It's not true that I …", "Nobody would say I …")
+# means the clause does not assert what follows; with these words it is doubt rather than denial.
+_NEGATIONS = frozenset({"not", "never", "nobody", "neither", "nor"})
+_DOUBT_WORDS = frozenset({"sure", "certain", "know", "convinced"})
+# Punctuation that ends the words framing a subject: "Not that it matters, I live in Paris" asserts.
+_FRAME_BREAKS = frozenset(",:;—–")
+# Words after the object that take the assertion back: "…, or so my mother says", "…, I think".
+_TRAILING_OBJECTS = frozenset({"me", "us", "so"})
 # An auxiliary right before the subject is a question ("Do I live in Dublin?"), which asserts nothing.
 _QUESTION_AUX = frozenset({
     "do", "does", "did", "am", "are", "is", "was", "were", "have", "has", "had", "can", "could", "would",
@@ -389,7 +406,7 @@ def _match(tokens, pos, table: "_Table", inherited: tuple[tuple[str, ...], ...] 
 
 @dataclass(frozen=True)
 class _Frame:
-    polarity: str | None = None  # "reported" | "hypothetical" | "uncertain"
+    polarity: str | None = None  # "reported" | "hypothetical" | "uncertain" | "denied"
     reporter: str | None = None
     start: int | None = None  # where the quote starts when the frame is part of it
 
@@ -410,7 +427,8 @@ def _reporter(content: str, tokens: Sequence[_Token], verb: int) -> tuple[str, i
     return content[start:tokens[verb - 1].end], start
 
 
-def _prefix_frame(content: str, prefix: Sequence[_Token], *, questions: bool = True) -> _Frame | None:
+def _prefix_frame(content: str, prefix: Sequence[_Token], subject_start: int, *, questions: bool = True
+                  ) -> _Frame | None:
     """The frame set by the words before the subject; None when they make it a question."""
     for index in range(len(prefix) - 1, -1, -1):
         if prefix[index].word in _REPORTING_VERBS:
@@ -434,9 +452,43 @@ def _prefix_frame(content: str, prefix: Sequence[_Token], *, questions: bool = T
                 if _MODIFIERS.get((prefix[back].word,)) is None:
                     break
             return _Frame("uncertain", None, start)
+    negated = _negation_frame(content, prefix, subject_start)
+    if negated is not None:
+        return negated
     if questions and prefix and prefix[-1].word in _QUESTION_AUX:
         return None
     return _Frame()
+
+
+def _negation_frame(content: str, prefix: Sequence[_Token], subject_start: int) -> _Frame | None:
+    """A negation among the words framing the subject, counted from the last comma-like break."""
+    first = 0
+    for index in range(len(prefix)):
+        following = prefix[index + 1].start if index + 1 < len(prefix) else subject_start
+        if any(ch in _FRAME_BREAKS for ch in content[prefix[index].end:following]):
+            first = index + 1
+    scope = prefix[first:]
+    if not any(token.word in _NEGATIONS for token in scope):
+        return None
+    polarity = "uncertain" if any(token.word in _DOUBT_WORDS for token in scope) else "denied"
+    return _Frame(polarity, None, scope[0].start)
+
+
+def _trailing_frame(tokens: Sequence[_Token], after: int) -> _Frame | None:
+    """What the words after the object's first word say about the claim: a closing reporting verb ("…, my
+    mother says", "…, she told me") makes it reported, a hedge ("…, I think", "…, or so", "apparently")
+    uncertain. The object may have run on over them, so they are read from its first word on."""
+    tail = [token for token in tokens if token.start > after]
+    words = [token.word for token in tail]
+    while words and words[-1] in _TRAILING_OBJECTS and len(words) > 1 and words[-2] in _REPORTING_VERBS:
+        words.pop()
+    if words and words[-1] in _REPORTING_VERBS:
+        return _Frame("reported")
+    if any(word in _HEDGE_WORDS for word in words) or ("or", "so") in zip(words, words[1:]):
+        return _Frame("uncertain")
+    if len(words) >= 2 and words[-2] == "i" and words[-1] in _HEDGE_VERBS:
+        return _Frame("uncertain")
+    return None
 
 
 def _quote_regions(content: str, tokens: Sequence[_Token]) -> list[tuple[int, int, str | None]]:
@@ -461,6 +513,14 @@ def _quote_regions(content: str, tokens: Sequence[_Token]) -> list[tuple[int, in
     for open_at, close_at in spans:
         regions.append((open_at, close_at, _region_reporter(content, tokens, starts, open_at, close_at)))
     return regions
+
+
+def _region_at(regions, position):
+    """The quoted region strictly containing `position` (regions are disjoint and in order)."""
+    index = bisect.bisect_left(regions, (position,)) - 1
+    if index >= 0 and regions[index][0] < position < regions[index][1]:
+        return regions[index]
+    return None
 
 
 def _region_reporter(content, tokens, starts, open_at, close_at) -> str | None:
@@ -538,6 +598,8 @@ def _modality(hit: _Hit) -> tuple[str, str, bool]:
         return "hypothetical", "present", future
     if hit.frame.polarity == "uncertain" or HEDGE in cats:
         return "uncertain", "present", future
+    if hit.frame.polarity == "denied":
+        return "denied", "present", future
     if negated and not anymore:
         return "denied", "present", future
     return "asserted", tense, future
@@ -593,7 +655,7 @@ def _object_after(content, tokens, match: _Match, clause_end: int) -> tuple[tupl
     return (span, rest) if span else None
 
 
-def _hit_at(content, tokens, index, clause_end, regions) -> _Hit | None:
+def _hit_at(content, tokens, index, clause_end, regions, carried=None) -> _Hit | None:
     """A claim whose subject starts at ``tokens[index]``, if the words there fit a pattern."""
     token = tokens[index]
     words = [t.word for t in tokens[index:index + 3]]
@@ -628,14 +690,18 @@ def _hit_at(content, tokens, index, clause_end, regions) -> _Hit | None:
     found = _object_after(content, tokens, match, clause_end)
     if found is None:
         return None
-    frame = _prefix_frame(content, tokens[max(0, index - PREFIX_WINDOW):index], questions=questions)
+    frame = _prefix_frame(content, tokens[max(0, index - PREFIX_WINDOW):index], token.start, questions=questions)
     if frame is None:
         return None
     if frame.polarity is None:
-        region = next((r for r in regions if r[0] < token.start < r[1]), None)
+        region = _region_at(regions, token.start)
         if region is not None:
             # Quoted speech is someone else's words even without a frame in this clause.
             frame = _Frame("reported", region[2], None)
+    if frame.polarity is None and carried is not None:
+        frame = carried  # the lines under "John wrote:", or a "> " quoted line
+    if frame.polarity is None:
+        frame = _trailing_frame(tokens, found[0][0]) or frame
     if frame.polarity == "reported" and person == "first" and frame.reporter:
         subject = frame.reporter  # the "I" of reported speech is the reporter
     start = frame.start if frame.start is not None else token.start
@@ -668,12 +734,34 @@ def _continuation(content, tokens, clause_end, previous: _Hit) -> _Hit | None:
     )
 
 
-def _first_hit(content, tokens, clause_end, regions) -> _Hit | None:
+def _first_hit(content, tokens, clause_end, regions, carried=None) -> _Hit | None:
     """The leftmost subject in the clause that starts a claim; one claim per clause."""
     for index in range(len(tokens)):
-        hit = _hit_at(content, tokens, index, clause_end, regions)
+        hit = _hit_at(content, tokens, index, clause_end, regions, carried)
         if hit is not None:
             return hit
+    return None
+
+
+_CLOSERS = "\"”’')]"
+_LINE_QUOTES = ">|"  # "> I live in Paris": a line quoted from someone else's message
+
+
+def _is_question(content: str, start: int, end: int) -> bool:
+    return content[start:end].rstrip(_CLOSERS).endswith("?")
+
+
+def _blank_line_between(content: str, start: int, end: int) -> bool:
+    gap = content[start:end]
+    return gap.count("\n") >= 2 or gap.count("\r\r") >= 1 or "\u2029" in gap
+
+
+def _introduced_frame(content: str, tokens: Sequence[_Token]) -> _Frame | None:
+    """A line ending in ':' with a reporting verb ("John wrote:") frames the lines under it."""
+    for index in range(len(tokens) - 1, -1, -1):
+        if tokens[index].word in _REPORTING_VERBS:
+            found = _reporter(content, tokens, index)
+            return _Frame("reported", found[0] if found else None)
     return None
 
 
@@ -689,7 +777,20 @@ class RulesProposer:
         starts = [token.start for token in tokens]
         regions = _quote_regions(content, tokens)
         proposals: list[Proposal] = []
+        carried: _Frame | None = None  # set by a line like "John wrote:", until a blank line
+        last_end = 0
         for sentence_start, sentence_end in _sentences(content):
+            if _blank_line_between(content, last_end, sentence_start):
+                carried = None
+            last_end = sentence_end
+            first = bisect.bisect_left(starts, sentence_start)
+            sentence_tokens = tokens[first:bisect.bisect_left(starts, sentence_end)]
+            if _is_question(content, sentence_start, sentence_end):
+                continue  # a question asserts nothing, whatever its words
+            if content.endswith(":", sentence_start, sentence_end):
+                carried = _introduced_frame(content, sentence_tokens) or carried
+                continue
+            quoted_line = _Frame("reported") if content[sentence_start] in _LINE_QUOTES else None
             previous: _Hit | None = None
             for clause_start, clause_end, after_and in _clauses(content, sentence_start, sentence_end):
                 first, last = bisect.bisect_left(starts, clause_start), bisect.bisect_left(starts, clause_end)
@@ -698,7 +799,7 @@ class RulesProposer:
                 if after_and and previous is not None and clause:
                     hit = _continuation(content, clause, clause_end, previous)
                 if hit is None:
-                    hit = _first_hit(content, clause, clause_end, regions)
+                    hit = _first_hit(content, clause, clause_end, regions, quoted_line or carried)
                 previous = hit
                 if hit is not None:
                     proposals.extend(_proposals(hit, content, kinds))

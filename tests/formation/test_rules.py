@@ -167,6 +167,52 @@ def test_modifier_rows(content, polarity, tense):
     assert (found[0].polarity, found[0].tense) == (polarity, tense)
 
 
+@pytest.mark.parametrize(
+    ("content", "polarity"),
+    [
+        # Negation or doubt anywhere before the subject in its clause.
+        ("I'm not sure I live in Paris.", "uncertain"),
+        ("It's not true that I live in Paris.", "denied"),
+        ("Nobody would say I live in Paris.", "denied"),
+        ("I doubt I work at Acme.", "uncertain"),
+        # Frames that suppose or ask rather than assert.
+        ("Let's say I live in Paris.", "hypothetical"),
+        ("Assuming I live in Paris, the tax is high.", "hypothetical"),
+        ("Can you check that I live in Paris.", "uncertain"),
+        ("Apparently I live in Paris.", "uncertain"),
+        # Words after the object that take the assertion back.
+        ("I live in Paris, or so my mother says.", "reported"),
+        ("I live in Paris, my mother says.", "reported"),
+        ("I live in Paris, she told me.", "reported"),
+        ("I live in Paris, I think.", "uncertain"),
+        ("I live in Paris apparently.", "uncertain"),
+        # Lines quoted from someone else.
+        ("John wrote:\nI live in Paris.", "reported"),
+        ("> I live in Paris\n-- quoted from my landlord", "reported"),
+    ],
+)
+def test_frames_that_do_not_assert(content, polarity):
+    found = propose(content)
+    assert [p.polarity for p in found] == [polarity], content
+    assert gate_outcomes(content) == ["not_asserted"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["No, I live in Paris.", "Not that it matters, I live in Paris.", "I live in Paris, which is lovely.",
+     "I don't know anyone here, but I live in Paris.", "John wrote:\nhello\n\nI live in Paris."],
+)
+def test_assertions_next_to_those_frames_still_assert(content):
+    assert [(p.predicate, p.polarity) for p in propose(content)] == [("lives_in", "asserted")]
+
+
+def test_a_line_framed_by_a_reporter_takes_the_reporter_as_subject():
+    assert brief("John wrote:\nI live in Paris.\nI work at Acme.") == [
+        ("John", "lives_in", "Paris", "reported", "present"),
+        ("John", "works_at", "Acme", "reported", "present"),
+    ]
+
+
 def test_reported_speech_takes_the_reporter_as_subject():
     assert brief('"I live in Rome," Maria said.') == [("Maria", "lives_in", "Rome", "reported", "present")]
     assert brief("My wife says I work at Acme.") == [("My wife", "works_at", "Acme", "reported", "present")]
@@ -252,6 +298,14 @@ def test_object_trimming(content, obj):
         "I speak to my mom every day.",
         "I'm going to the shop.",
         "You live in Dublin.",
+        # A question asserts nothing, however it is worded.
+        "I live in Rome?",
+        "Is it true I live in Paris?",
+        "Assuming I live in Paris, what is the tax rate?",
+        'He asked: "Do I live in Paris?"',
+        # The parts of a contraction are never a name ("I'm" is not someone called I'm).
+        "I'm really going to move to Paris.",
+        "Don't live in Paris.",
         "",
         "   \n\n  ",
     ],
@@ -307,7 +361,11 @@ def test_predicates_outside_the_vocabulary_are_still_proposed_and_refused_by_gat
 @pytest.mark.parametrize(
     "content",
     ["do I live in Dublin " * 3200, "I " * 30000, "John Smith " * 6000, "I live in " + "x " * 30000,
-     "I think I live in Cork and work at Acme, " * 1500],
+     "I think I live in Cork and work at Acme, " * 1500,
+     # Runs that once made segmentation quadratic (a minute or more each).
+     "." * 65_000 + "x", "!?" * 32_000 + "x", "I live in" + " " * 65_000 + "x", "I live in" + "\t" * 65_000 + "x",
+     "I live in" + "\u00a0" * 32_000 + "x", "I live in X" + " , but" * 10_000, '"a" ' * 16_000,
+     "I live in Paris; " * 3800],
 )
 def test_work_stays_bounded_on_a_64_kib_message(content):
     started = time.monotonic()

@@ -167,6 +167,24 @@ def test_whitespace_collapsed_match_maps_back_to_original_bytes(new_project):
     assert content.encode()[fact[4]:fact[5]].decode() == fact[3]
 
 
+def test_unstorable_characters_in_a_reply_are_judged_not_parked(new_project):
+    """NUL and lone surrogates cannot be stored in PostgreSQL text: a reply carrying them is still judged
+    claim by claim (here one fact and one refusal), and the turn forms instead of failing until parked."""
+    project, _ = new_project
+    content = "I live in Dublin."
+    reply = ('{"claims": ['
+             '{"subject": "I", "predicate": "lives_in", "object": "Dublin", "statement": "I live in\\u0000 Dublin",'
+             ' "quote": "I live in Dublin", "polarity": "asserted", "tense": "present"},'
+             '{"subject": "I\\ud800", "predicate": "works_at", "object": "Acme\\u0000", "statement": "x",'
+             ' "quote": "I work at \\u0000Acme", "polarity": "asserted", "tense": "present"}]}')
+    with fake_model({content: reply}) as fake:
+        observe(project, ("user", content))
+        stats = driver.drain(project, proposer=model_proposer(fake))
+    assert stats.turns_formed == 1 and stats.turns_failed == 0
+    assert [(p, o, q) for p, _, o, q, *_ in facts(project)] == [("lives_in", "Dublin", "I live in Dublin")]
+    assert refusals(project) == [("works_at", "Acme\ufffd", "unlocatable_quote")]
+
+
 @pytest.mark.parametrize("name", ["bare_claim", "malformed_reply", "malformed_http_body"])
 def test_broken_replies_fail_count_attempts_and_park_after_six(new_project, name):
     project, token = new_project
