@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection, transaction
 from django.http import HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -66,11 +67,19 @@ def _new_nonce(request):
 
 
 def _spend_nonce(request, nonce):
-    pending = request.session.get(ISSUE_NONCES, [])
-    if not nonce or nonce not in pending:
+    """Spend the nonce before anything is issued. Concurrent re-submits each loaded the session when they
+    began, so the spend re-reads the stored session under a lock held to commit: only one finds it."""
+    session = request.session
+    if not nonce or not session.session_key:
         return False
-    request.session[ISSUE_NONCES] = [n for n in pending if n != nonce]
-    request.session.save()  # spent before anything is issued, so a racing re-submit cannot reuse it
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended('memoir:console-session:' || %s, 0))",
+                       [session.session_key])
+        stored = session.__class__(session.session_key).load().get(ISSUE_NONCES, [])
+        if nonce not in stored:
+            return False
+        session[ISSUE_NONCES] = [n for n in stored if n != nonce]
+        session.save()
     return True
 
 

@@ -50,6 +50,13 @@ def test_fact_page_highlights_the_stored_quote(console, committed, live_server_u
     assert [(r.project, r.magnitude) for r in reads] == [(name, 1)]
     assert "no-store" in page.request.get(page.url).headers["cache-control"]
 
+    # Django's history page would show the statement with no console.read row: it leads to the detail page.
+    mark = ledger_mark(committed)
+    page.goto(f"/console/memory/fact/{fact.fact_id}/history/")
+    assert page.url.endswith(f"/console/memory/fact/{fact.fact_id}/change/")
+    reads = ledger_since(committed, mark, operation="console.read", principal=page.user.principal)
+    assert [(r.project, r.magnitude) for r in reads] == [(name, 1)]
+
 
 def test_evidence_split_on_bytes_in_a_long_multibyte_message(console, committed, live_server_url, project):
     name, token, _ = project

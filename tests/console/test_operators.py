@@ -90,6 +90,32 @@ def test_issue_credential_shows_the_token_once(console, committed, live_server_u
     assert freshness(live_server_url, token).status_code == 200
 
 
+def test_concurrent_resubmits_of_one_issue_form_issue_one_credential(console, committed):
+    """Eight copies of one filled-in form posted at once (tabs, scripts): the nonce is spent once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    project = _bare_project(committed)
+    page = console("operator")
+    page.goto("/console/governance/credential/issue/")
+    nonce = page.input_value("input[name=nonce]")
+    cookies = {c["name"]: c["value"] for c in page.context.cookies()}
+    url = page.url.split("/console/")[0] + "/console/governance/credential/issue/result/"
+    form = {"csrfmiddlewaretoken": cookies["csrftoken"], "name": "raced", "project": project,
+            "access": "read_write", "nonce": nonce}
+
+    def post(_):
+        return httpx.post(url, data=form, cookies=cookies, headers={"Referer": url}, timeout=30).text
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        pages = list(pool.map(post, range(8)))
+    shown = [text for text in pages if 'id="token"' in text]
+    assert len(shown) == 1
+    assert sum('id="already-shown"' in text for text in pages) == 7
+    assert len(_credentials(committed, project)) == 1
+
+
 def test_issue_form_offers_active_projects_and_validates(console, committed):
     from governance import services
 
@@ -129,6 +155,7 @@ def test_revoke_then_suspend_and_resume(console, committed, live_server_url, pro
     assert freshness(live_server_url, second).status_code == 401
     page.goto(f"/console/governance/project/?q={name}")
     _run_action(page, "resume", name)
+    assert page.locator(".messagelist .success").inner_text() == f"Project {name}: resumed."
     assert freshness(live_server_url, second).status_code == 200
     assert freshness(live_server_url, token).status_code == 401  # revocation is final
 
