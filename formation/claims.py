@@ -185,24 +185,29 @@ def _supersede(cursor, source, new_fact_id, subject_id, predicate, valid_from, k
     """Close the slot's current values that start before `valid_from` (formation.md §7.2 steps 7–8).
 
     Locks them first, then takes knowledge time after every lock, so ranges are never empty or reversed.
+    The slot is the source's data subject's: another person's value for a shared entity is not touched.
     Returns the knowledge time of the new fact."""
+    slot_subject = source.data_subject_id or ""
     cursor.execute(
         "SELECT fact_id FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
+        " AND coalesce(data_subject_id, '') = %s"
         " AND upper_inf(valid) AND upper_inf(known) AND lower(valid) < %s FOR UPDATE",
-        [source.project, subject_id, predicate, valid_from],
+        [source.project, subject_id, predicate, slot_subject, valid_from],
     )
     old_ids = [row[0] for row in cursor.fetchall()]
     if known_from is None:
         cursor.execute(
             "SELECT greatest(clock_timestamp(),"
             " (SELECT max(lower(known)) + interval '1 microsecond' FROM fact WHERE scope = %s"
-            "  AND subject_entity_id = %s AND predicate = %s AND upper_inf(valid) AND upper_inf(known)"
-            "  AND lower(valid) < %s),"
+            "  AND subject_entity_id = %s AND predicate = %s AND coalesce(data_subject_id, '') = %s"
+            "  AND upper_inf(valid) AND upper_inf(known) AND lower(valid) < %s),"
             # `valid` overlaps [valid_from, ∞) exactly when it is open or ends after valid_from; written so
             # that the slot's btree index serves it.
             " (SELECT max(upper(known)) FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
+            "  AND coalesce(data_subject_id, '') = %s"
             "  AND NOT upper_inf(known) AND (upper_inf(valid) OR upper(valid) > %s)))",
-            [source.project, subject_id, predicate, valid_from, source.project, subject_id, predicate, valid_from],
+            [source.project, subject_id, predicate, slot_subject, valid_from,
+             source.project, subject_id, predicate, slot_subject, valid_from],
         )
         known_from = cursor.fetchone()[0]
     for old_id in old_ids:

@@ -7,8 +7,8 @@ from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import ArrayField, DateTimeRangeField, RangeOperators
 from django.contrib.postgres.indexes import GistIndex
 from django.db import models
-from django.db.models import CheckConstraint, F, Func, Q, UniqueConstraint
-from django.db.models.functions import Now
+from django.db.models import CheckConstraint, F, Func, Q, UniqueConstraint, Value
+from django.db.models.functions import Coalesce, Now
 
 from .closed_sets import (
     CARDINALITIES,
@@ -396,6 +396,9 @@ class Fact(models.Model):
                     ("project", RangeOperators.EQUAL),
                     ("subject_entity", RangeOperators.EQUAL),
                     ("predicate", RangeOperators.EQUAL),
+                    # One slot per data subject: one person's words never close or block another's fact
+                    # about a shared entity (turns without a subject share the '' slot).
+                    (Coalesce("data_subject_id", Value("")), RangeOperators.EQUAL),
                     ("valid", RangeOperators.OVERLAPS),
                     ("known", RangeOperators.OVERLAPS),
                 ],

@@ -237,6 +237,39 @@ def test_supersession_keeps_history_and_evidence(new_project):
     assert history == [(dublin[5], True, True)]
 
 
+def _maria(project):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT f.data_subject_id, o.canonical_name, upper_inf(f.valid) AND upper_inf(f.known)"
+            " FROM fact f JOIN entity s ON s.entity_id = f.subject_entity_id"
+            " JOIN entity o ON o.entity_id = f.object_entity_id"
+            " WHERE f.scope = %s AND s.normalized_name = 'maria' AND f.predicate = 'lives_in'"
+            " ORDER BY lower(f.valid)", [project])
+        return cursor.fetchall()
+
+
+def test_one_persons_value_for_a_shared_entity_never_closes_anothers(new_project):
+    """A single-valued slot is per data subject: bob's account of where Maria lives survives alice's, and
+    erasing alice leaves bob's fact exactly as it was. Within one subject a new value still supersedes."""
+    from governance.erasure import erase
+
+    project, _ = new_project
+    first_at = datetime(2026, 1, 1, tzinfo=UTC)
+    observe(project, ("user", "Maria lives in Lisbon."), subject="bob", at=first_at)
+    observe(project, ("user", "Maria lives in Madrid."), subject="alice", at=first_at + timedelta(days=1))
+    rules_drain(project)
+    assert _maria(project) == [("bob", "Lisbon", True), ("alice", "Madrid", True)]
+    assert refusals(project) == []
+
+    observe(project, ("user", "Maria lives in Porto."), subject="bob", at=first_at + timedelta(days=2))
+    rules_drain(project)
+    assert _maria(project) == [("bob", "Lisbon", False), ("alice", "Madrid", True), ("bob", "Porto", True)]
+
+    receipt = erase(project=project, data_subject_id="alice", principal="test", principal_kind="operator")
+    assert receipt["clean"]
+    assert _maria(project) == [("bob", "Lisbon", False), ("bob", "Porto", True)]
+
+
 def test_reforming_a_turn_reuses_its_facts(new_project):
     project, _ = new_project
     oid = observe(project, ("user", "I live in Dublin and work at Acme."))
