@@ -8,7 +8,7 @@ import bisect
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from formation.proposals import Message, PredicateSpec, Proposal
 from formation.text import WHITE_SPACE, WS_CLASS, normalize
@@ -177,14 +177,13 @@ _FIRST_PERSON = _Table.of([
 _THIRD_PERSON = _Table.of([
     *_patterns("lives_in", "| lives in"),
     *_patterns("works_at", "| works at/for"),
-    *_patterns("has_role", "is | a/an"),
     *_patterns("lives_in", "| lived in", PAST),
     *_patterns("works_at", "| worked at/for", PAST),
-    *_patterns("has_role", "was | a/an", PAST),
     *_patterns("lives_in", "| live in; | move to", AFTER_MODIFIER),
     *_patterns("works_at", "| work at/for", AFTER_MODIFIER),
-    *_patterns("has_role", "be | a/an", AFTER_MODIFIER),
 ])
+# "<Name> is a X" is left out on purpose: any capitalised word starts a sentence, and "Python is a
+# language", "Life is a journey" or "Below is a message" would each make a person with a role.
 
 # Modifier words allowed between the subject and the pattern, with what they signal. Any other
 # word there means the sentence is not one these patterns understand, and nothing is proposed.
@@ -209,27 +208,65 @@ _MODALS = {("will",), ("shall",), ("am", "going", "to"), ("is", "going", "to"), 
            ("could",), ("should",), ("might",), ("may",), ("used", "to")}
 
 _REPORTING_VERBS = frozenset({
-    "said", "says", "told", "tells", "claims", "claimed", "thinks", "believes", "mentioned", "mentions",
-    "wrote", "writes", "reckons", "insists", "insisted",
+    "said", "says", "say", "saying", "told", "tells", "telling", "claims", "claimed", "thinks", "believes",
+    "mentioned", "mentions", "wrote", "writes", "reckons", "insists", "insisted", "assumes", "assumed",
+    "suspects", "suspected", "heard", "hears", "swears", "swore", "announced", "announces", "posted", "posts",
+    "tweeted", "texted", "emailed", "reported", "reports", "show", "shows", "showed", "according",
 })
+# Words before the subject (or before a colon introducing it) that make the words an exercise, a quotation
+# or a piece of fiction rather than the speaker's own statement: "Translate to French: I …".
+_TASK_WORDS = frozenset({
+    "translate", "translation", "write", "rewrite", "draft", "generate", "correct", "proofread", "paraphrase",
+    "summarise", "summarize", "repeat", "example", "examples", "eg", "roleplay", "role", "story", "stories",
+    "character", "fiction", "novel", "poem", "script", "bio", "sample", "template", "game", "truths",
+    "email", "message", "letter", "got", "received", "forwarded", "quote", "quoted", "grammar", "spell",
+    "sentence", "pretend", "scenario", "instance", "song", "lyrics", "chapter", "goals", "list", "options",
+    "ideas", "todo", "plans", "wishlist", "bucket", "hypothetical", "exercise", "test",
+})
+# Sentences that open with these and say nothing themselves frame the lines after them: "Let's roleplay.",
+# "e.g.", "Chapter 1."
+_FRAME_OPENERS = _TASK_WORDS | {"let's", "lets", "imagine", "e", "i.e", "ie"}
+# Single words before a colon that head a note, not a speaker: "Note: I live in Paris" asserts.
+_NOT_SPEAKERS = frozenset({
+    "note", "notes", "update", "fyi", "ps", "edit", "reminder", "btw", "context", "background", "answer", "a",
+    "reply", "response", "tldr", "nb", "important", "correction", "also", "anyway", "fact", "info", "me",
+})
+# A question word anywhere before the subject: "Tell me why I live in Paris", "Did I say I …".
+_QUESTION_WORDS = frozenset({"why", "how", "what", "whether", "which"})
+# Time words before the subject that put the claim out of the present: "Next year I live in Paris".
+_FUTURE_WORDS = frozenset({"tomorrow", "next", "soon", "later", "starting", "upcoming", "someday"})
+_PAST_WORDS = frozenset({"previously", "formerly", "back", "ago", "yesterday", "last", "earlier", "before",
+                         "once"})
 _HEDGE_VERBS = frozenset({
     "think", "guess", "believe", "suppose", "reckon", "assume", "doubt", "wonder", "wondering", "check", "verify",
-    "confirm",
+    "confirm", "hope", "dream", "seems", "seem", "appears", "appear", "looks",
 })
 _HEDGE_WORDS = frozenset({
     "maybe", "probably", "perhaps", "possibly", "apparently", "supposedly", "allegedly", "seemingly",
+    "reportedly", "hypothetically", "presumably", "likely", "rumour", "rumor",
 })
 _CONDITIONALS = frozenset({
-    "if", "whether", "unless", "wish", "imagine", "pretend", "assuming", "supposing", "let's", "lets",
+    "if", "whether", "unless", "wish", "imagine", "assuming", "supposing", "let's", "lets", "when", "whenever",
+    "once", "provided", "providing", "case", "where",
 })
 # A negation anywhere before the subject in its clause ("It's not true that I …", "Nobody would say I …")
 # means the clause does not assert what follows; with these words it is doubt rather than denial.
-_NEGATIONS = frozenset({"not", "never", "nobody", "neither", "nor"})
-_DOUBT_WORDS = frozenset({"sure", "certain", "know", "convinced"})
+_NEGATIONS = frozenset({
+    "not", "never", "nobody", "neither", "nor", "false", "untrue", "lie", "lied", "deny", "denied", "joke",
+    "joked", "joking", "kidding",
+})
+_DOUBT_WORDS = frozenset({"sure", "certain", "know", "convinced", "think", "believe", "guess", "reckon"})
 # Punctuation that ends the words framing a subject: "Not that it matters, I live in Paris" asserts.
 _FRAME_BREAKS = frozenset(",:;—–")
 # Words after the object that take the assertion back: "…, or so my mother says", "…, I think".
 _TRAILING_OBJECTS = frozenset({"me", "us", "so"})
+# A whole sentence that takes back the one before it: "I live in Paris. Just kidding."
+_RETRACTIONS = frozenset({
+    "just kidding", "kidding", "jk", "j k", "lol jk", "just joking", "joking", "not really", "not", "nope",
+    "that's a lie", "that is a lie", "i lied", "not true", "that's not true", "that is not true", "yeah right",
+    "s", "sarcasm", "april fools", "as if", "none of that is true", "i am joking", "i am kidding", "only joking",
+    "that was a joke", "not at all",
+})
 # An auxiliary right before the subject is a question ("Do I live in Dublin?"), which asserts nothing.
 _QUESTION_AUX = frozenset({
     "do", "does", "did", "am", "are", "is", "was", "were", "have", "has", "had", "can", "could", "would",
@@ -267,10 +304,16 @@ _TRAILING_TIME = re.compile(
     + r"|" + _NUMBER + _WS + r"+" + _UNIT + _WS + r"+ago)$",
     re.IGNORECASE,
 )
-_CUT_TIME = re.compile(r"(?:^|" + _WS + r"+)(?:since|until|till)\b", re.IGNORECASE)
+_CUT_TIME = re.compile(
+    r"(?:^|" + _WS + r"+)(?:since|until|till|starting|as" + _WS + r"+of|from" + _WS + r"+(?:next|tomorrow|today))\b",
+    re.IGNORECASE)
+# Time after the object that puts the claim in the future: "I live in Paris next year".
+_FUTURE_REST = re.compile(
+    r"\b(?:next" + _WS + r"+(?:week|month|year|spring|summer|autumn|fall|winter)|tomorrow|soon|from" + _WS
+    + r"+next|as" + _WS + r"+of" + _WS + r"+next|starting" + _WS + r"+next)\b", re.IGNORECASE)
 _CUT_CLAUSE = re.compile(
     r"(?:[,:(]|" + _WS + r"[-–—])" + _WS + r"*(?:which|who|where|when|while|because|since|so|though|although"
-    r"|but|and|or|i|it|he|she|they|we|you|that|as|if|unless|then|plus)\b",
+    r"|but|and|or|i|it|he|she|they|we|you|that|as|if|unless|then|plus|not|according|says|said)\b",
     re.IGNORECASE,
 )
 _ONGOING = re.compile(r"\bsince\b|\bfor" + _WS + r"+" + _NUMBER + _WS + r"+" + _UNIT + r"\b", re.IGNORECASE)
@@ -280,6 +323,12 @@ _OPENING = "\"“‘'([«"
 OBJECT_WINDOW = 500
 PREFIX_WINDOW = 16  # tokens before the subject that can frame it ("John told me that …")
 NAME_WINDOW = 6  # longest capitalised name taken as a third-person subject
+MAX_MODIFIERS = 6  # modifiers between a subject and its verb ("I really also still do not …")
+
+
+# A quotation mark ends the object: what follows is outside the quoted words. A ’ or ' followed by a
+# letter is an apostrophe ("McDonald’s") and does not.
+_QUOTE_CUT = re.compile(r"[\"“”«»‹›`‘]|[’'](?![^\W_])")
 
 
 def _is_trailing_junk(ch: str) -> bool:
@@ -296,7 +345,7 @@ def _object_span(content: str, start: int, end: int) -> tuple[int, int] | None:
         start += 1
     text = content[start:min(end, start + OBJECT_WINDOW)]
     # A double quotation mark ends the object: what follows is outside the quoted words.
-    text = re.split("[\"“”]", text, maxsplit=1)[0]
+    text = _QUOTE_CUT.split(text, maxsplit=1)[0]
     for cut in (_CUT_CLAUSE, _CUT_TIME):
         match = cut.search(text)
         if match:
@@ -341,10 +390,13 @@ def _modifier_at(tokens: Sequence[_Token], pos: int) -> tuple[tuple[str, ...], s
 
 
 def _modifier_runs(tokens: Sequence[_Token], pos: int):
-    """(position, modifiers skipped) for 0, 1, 2, ... modifiers starting at ``pos``."""
+    """(position, modifiers skipped) for 0, 1, 2, ... modifiers starting at ``pos``, at most MAX_MODIFIERS.
+
+    The bound keeps matching linear: a word that is both a modifier and a pattern's first word ("do",
+    "am going to") would otherwise be retried at every point of a long run of it."""
     skipped: tuple[tuple[str, ...], ...] = ()
     yield pos, skipped
-    while (found := _modifier_at(tokens, pos)) is not None:
+    while len(skipped) < MAX_MODIFIERS and (found := _modifier_at(tokens, pos)) is not None:
         pos += len(found[0])
         skipped += (found[0],)
         yield pos, skipped
@@ -409,36 +461,47 @@ class _Frame:
     polarity: str | None = None  # "reported" | "hypothetical" | "uncertain" | "denied"
     reporter: str | None = None
     start: int | None = None  # where the quote starts when the frame is part of it
+    tense: str | None = None  # "past" | "future", from time words before the subject
+
+
+_NOT_REPORTERS = frozenset({"always", "often", "keeps", "kept", "once", "also", "just", "even", "to"})
 
 
 def _reporter(content: str, tokens: Sequence[_Token], verb: int) -> tuple[str, int] | None:
-    """The words naming who spoke, just before the reporting verb at ``tokens[verb]``."""
-    if verb >= 2 and tokens[verb - 2].word in _DETERMINERS:
-        first = verb - 2
-    elif verb >= 1 and tokens[verb - 1].cap and tokens[verb - 1].word not in _NOT_NAMES:
-        first = verb - 1
+    """The words naming who spoke, just before the reporting verb at ``tokens[verb]``; None when the words
+    there name nobody ("Let's say", "I'd say")."""
+    end = verb
+    while end > 0 and (tokens[end - 1].word in _NOT_REPORTERS or (tokens[end - 1].word,) in _MODIFIERS):
+        end -= 1  # "My mom always says", "Nobody would say"
+    if end >= 2 and tokens[end - 2].word in _DETERMINERS:
+        first = end - 2
+    elif end >= 1 and tokens[end - 1].cap and tokens[end - 1].word not in _NOT_NAMES | _CONDITIONALS:
+        first = end - 1
         while first > 0 and tokens[first - 1].cap and tokens[first - 1].word not in _NOT_NAMES:
             first -= 1
-    elif verb >= 1:
-        first = verb - 1
+    elif end >= 1 and tokens[end - 1].word not in _CONDITIONALS and tokens[end - 1].word not in ("i", "nobody"):
+        first = end - 1
     else:
         return None
     start = tokens[first].start
-    return content[start:tokens[verb - 1].end], start
+    return content[start:tokens[end - 1].end], start
 
 
 def _prefix_frame(content: str, prefix: Sequence[_Token], subject_start: int, *, questions: bool = True
                   ) -> _Frame | None:
     """The frame set by the words before the subject; None when they make it a question."""
+    negated = _negation_frame(content, prefix, subject_start)
+    if negated is not None:
+        return negated  # "John never said I …", "It's not true that I …"
+    for token in reversed(prefix):
+        if token.word in _CONDITIONALS:
+            return _Frame("hypothetical", None, token.start)
     for index in range(len(prefix) - 1, -1, -1):
         if prefix[index].word in _REPORTING_VERBS:
             found = _reporter(content, prefix, index)
             if found:
                 return _Frame("reported", found[0], found[1])
             return _Frame("reported", None, prefix[index].start)
-    for token in reversed(prefix):
-        if token.word in _CONDITIONALS:
-            return _Frame("hypothetical", None, token.start)
     for index, token in enumerate(prefix):
         if token.word in _HEDGE_WORDS:
             return _Frame("uncertain", None, token.start)
@@ -452,12 +515,48 @@ def _prefix_frame(content: str, prefix: Sequence[_Token], subject_start: int, *,
                 if _MODIFIERS.get((prefix[back].word,)) is None:
                     break
             return _Frame("uncertain", None, start)
-    negated = _negation_frame(content, prefix, subject_start)
-    if negated is not None:
-        return negated
-    if questions and prefix and prefix[-1].word in _QUESTION_AUX:
+    for token in prefix:
+        if token.word in _TASK_WORDS:
+            return _Frame("hypothetical", None, token.start)
+    speaker = _transcript_speaker(content, prefix, subject_start)
+    if speaker is not None:
+        return _Frame("reported", speaker)
+    if questions and prefix and (prefix[-1].word in _QUESTION_AUX
+                                 or any(token.word in _QUESTION_WORDS for token in prefix)):
         return None
-    return _Frame()
+    return _Frame(tense=_time_of(prefix))
+
+
+def _time_of(tokens: Sequence[_Token]) -> str | None:
+    """'future' or 'past' when time words before the subject move the claim out of the present."""
+    words = [token.word for token in tokens]
+    pairs = set(zip(words, words[1:]))
+    if any(word in _FUTURE_WORDS for word in words) or (
+            "in" in words and any(unit in words for unit in ("days", "weeks", "months", "years"))):
+        return "future"
+    if any(word in _PAST_WORDS for word in words) or ("back", "in") in pairs or ("back", "then") in pairs:
+        return "past"
+    return None
+
+
+def _transcript_speaker(content: str, prefix: Sequence[_Token], subject_start: int) -> str | None:
+    """ "John: I live in London" — a name alone before a colon is a transcript line, John's words."""
+    colon = None
+    for index in range(len(prefix)):
+        following = prefix[index + 1].start if index + 1 < len(prefix) else subject_start
+        if ":" in content[prefix[index].end:following]:
+            colon = index
+    if colon is None:
+        return None
+    first = colon
+    while first > 0 and not any(ch in _FRAME_BREAKS or ch in _LINE_BREAKS
+                                for ch in content[prefix[first - 1].end:prefix[first].start]):
+        first -= 1
+    names = prefix[first:colon + 1]
+    if 1 <= len(names) <= 3 and all(t.cap and t.word not in _NOT_NAMES and t.word not in _NOT_SPEAKERS
+                                    for t in names):
+        return content[names[0].start:names[-1].end]
+    return None
 
 
 def _negation_frame(content: str, prefix: Sequence[_Token], subject_start: int) -> _Frame | None:
@@ -468,13 +567,14 @@ def _negation_frame(content: str, prefix: Sequence[_Token], subject_start: int) 
         if any(ch in _FRAME_BREAKS for ch in content[prefix[index].end:following]):
             first = index + 1
     scope = prefix[first:]
-    if not any(token.word in _NEGATIONS for token in scope):
+    words = [token.word for token in scope]
+    if not any(word in _NEGATIONS for word in words) and ("no", "way") not in set(zip(words, words[1:])):
         return None
     polarity = "uncertain" if any(token.word in _DOUBT_WORDS for token in scope) else "denied"
     return _Frame(polarity, None, scope[0].start)
 
 
-def _trailing_frame(tokens: Sequence[_Token], after: int) -> _Frame | None:
+def _trailing_frame(content: str, tokens: Sequence[_Token], after: int) -> _Frame | None:
     """What the words after the object's first word say about the claim: a closing reporting verb ("…, my
     mother says", "…, she told me") makes it reported, a hedge ("…, I think", "…, or so", "apparently")
     uncertain. The object may have run on over them, so they are read from its first word on."""
@@ -484,6 +584,20 @@ def _trailing_frame(tokens: Sequence[_Token], after: int) -> _Frame | None:
         words.pop()
     if words and words[-1] in _REPORTING_VERBS:
         return _Frame("reported")
+    for index, token in enumerate(tail):
+        # "…, says my mother", "…, according to John": a report after a break in the tail.
+        before = tail[index - 1].end if index else after
+        if token.word in _REPORTING_VERBS and any(ch in _FRAME_BREAKS for ch in content[before:token.start]):
+            return _Frame("reported")
+    if "according" in words:
+        return _Frame("reported")
+    # Taken back at the end: "…, not.", "— not!", "(not really)", "… /s", "just kidding", "yeah right".
+    if words[-2:] in (["not", "sure"], ["or", "not"]):
+        return _Frame("uncertain")
+    if (words[-1:] == ["not"] or words[-2:] in (["not", "really"], ["yeah", "right"], ["one", "ever"])
+            or any(word in ("kidding", "joking", "jk") for word in words)
+            or (words[-1:] == ["s"] and content[tail[-1].start - 1:tail[-1].start] == "/")):
+        return _Frame("denied")
     if any(word in _HEDGE_WORDS for word in words) or ("or", "so") in zip(words, words[1:]):
         return _Frame("uncertain")
     if len(words) >= 2 and words[-2] == "i" and words[-1] in _HEDGE_VERBS:
@@ -491,21 +605,28 @@ def _trailing_frame(tokens: Sequence[_Token], after: int) -> _Frame | None:
     return None
 
 
+_QUOTE_PAIRS = {'"': '"', "“": "”", "‘": "’", "«": "»", "‹": "›", "`": "`", "'": "'"}
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum()
+
+
 def _quote_regions(content: str, tokens: Sequence[_Token]) -> list[tuple[int, int, str | None]]:
-    """Double-quoted stretches of the message, each with its reporter when a frame names one."""
-    spans, opened = [], None
+    """Quoted stretches of the message (double, single, curly, guillemets, backticks), each with its
+    reporter when a frame names one."""
+    spans, opened, closer = [], None, ""
     for index, ch in enumerate(content):
-        if ch == '"':
-            if opened is None:
-                opened = index
-            else:
+        before = content[index - 1] if index else " "
+        after = content[index + 1] if index + 1 < len(content) else " "
+        if opened is None:
+            if ch in _QUOTE_PAIRS and (ch != "'" or (not _is_word_char(before) and _is_word_char(after))):
+                opened, closer = index, _QUOTE_PAIRS[ch]
+        elif ch == closer or (closer == "”" and ch == '"'):
+            # A closing ’ or ' followed by a letter is an apostrophe ("don’t"), not the quote's end.
+            if ch not in "’'" or not _is_word_char(after):
                 spans.append((opened, index))
                 opened = None
-        elif ch == "“" and opened is None:
-            opened = index
-        elif ch == "”" and opened is not None:
-            spans.append((opened, index))
-            opened = None
     if opened is not None:
         spans.append((opened, len(content)))
     starts = [token.start for token in tokens]
@@ -602,6 +723,11 @@ def _modality(hit: _Hit) -> tuple[str, str, bool]:
         return "denied", "present", future
     if negated and not anymore:
         return "denied", "present", future
+    if tense == "present" and hit.kind != PLAN:
+        if hit.frame.tense is not None:
+            tense = hit.frame.tense
+        elif _FUTURE_REST.search(hit.rest):
+            tense = "future"
     return "asserted", tense, future
 
 
@@ -655,7 +781,7 @@ def _object_after(content, tokens, match: _Match, clause_end: int) -> tuple[tupl
     return (span, rest) if span else None
 
 
-def _hit_at(content, tokens, index, clause_end, regions, carried=None) -> _Hit | None:
+def _hit_at(content, tokens, index, clause_end, regions, carried=None, lead_in=()) -> _Hit | None:
     """A claim whose subject starts at ``tokens[index]``, if the words there fit a pattern."""
     token = tokens[index]
     words = [t.word for t in tokens[index:index + 3]]
@@ -690,7 +816,8 @@ def _hit_at(content, tokens, index, clause_end, regions, carried=None) -> _Hit |
     found = _object_after(content, tokens, match, clause_end)
     if found is None:
         return None
-    frame = _prefix_frame(content, tokens[max(0, index - PREFIX_WINDOW):index], token.start, questions=questions)
+    prefix = [*lead_in, *tokens[max(0, index - PREFIX_WINDOW):index]][-PREFIX_WINDOW:]
+    frame = _prefix_frame(content, prefix, token.start, questions=questions)
     if frame is None:
         return None
     if frame.polarity is None:
@@ -701,7 +828,7 @@ def _hit_at(content, tokens, index, clause_end, regions, carried=None) -> _Hit |
     if frame.polarity is None and carried is not None:
         frame = carried  # the lines under "John wrote:", or a "> " quoted line
     if frame.polarity is None:
-        frame = _trailing_frame(tokens, found[0][0]) or frame
+        frame = _trailing_frame(content, tokens, found[0][0]) or frame
     if frame.polarity == "reported" and person == "first" and frame.reporter:
         subject = frame.reporter  # the "I" of reported speech is the reporter
     start = frame.start if frame.start is not None else token.start
@@ -734,10 +861,10 @@ def _continuation(content, tokens, clause_end, previous: _Hit) -> _Hit | None:
     )
 
 
-def _first_hit(content, tokens, clause_end, regions, carried=None) -> _Hit | None:
+def _first_hit(content, tokens, clause_end, regions, carried=None, lead_in=()) -> _Hit | None:
     """The leftmost subject in the clause that starts a claim; one claim per clause."""
     for index in range(len(tokens)):
-        hit = _hit_at(content, tokens, index, clause_end, regions, carried)
+        hit = _hit_at(content, tokens, index, clause_end, regions, carried, lead_in)
         if hit is not None:
             return hit
     return None
@@ -745,10 +872,17 @@ def _first_hit(content, tokens, clause_end, regions, carried=None) -> _Hit | Non
 
 _CLOSERS = "\"”’')]"
 _LINE_QUOTES = ">|"  # "> I live in Paris": a line quoted from someone else's message
+_QUESTION_MARKS = "?？‽"
+_SENTENCE_ENDS = ".!?？‽:;…"
 
 
-def _is_question(content: str, start: int, end: int) -> bool:
-    return content[start:end].rstrip(_CLOSERS).endswith("?")
+def _is_question(content: str, start: int, end: int, tokens: Sequence[_Token]) -> bool:
+    """Ends in a question mark ("?!" too), or opens with an auxiliary or question word ("Did I say …")."""
+    text = content[start:end].rstrip(_CLOSERS + "!")
+    if text.endswith(tuple(_QUESTION_MARKS)):
+        return True
+    return bool(tokens) and tokens[0].start == start and (
+        tokens[0].word in _QUESTION_AUX or tokens[0].word in _QUESTION_WORDS)
 
 
 def _blank_line_between(content: str, start: int, end: int) -> bool:
@@ -756,13 +890,55 @@ def _blank_line_between(content: str, start: int, end: int) -> bool:
     return gap.count("\n") >= 2 or gap.count("\r\r") >= 1 or "\u2029" in gap
 
 
+def _soft_break(content: str, previous_end: int, start: int) -> bool:
+    """The previous line ran on into this one: one line break, and no stop before it (hard-wrapped text)."""
+    gap = content[previous_end:start]
+    return (previous_end > 0 and sum(gap.count(ch) for ch in _LINE_BREAKS) == 1 and "\r\n" not in gap[1:]
+            and content[:previous_end].rstrip(_CLOSERS)[-1:] not in _SENTENCE_ENDS)
+
+
 def _introduced_frame(content: str, tokens: Sequence[_Token]) -> _Frame | None:
-    """A line ending in ':' with a reporting verb ("John wrote:") frames the lines under it."""
+    """Words before a colon that frame what follows it, and the lines under it: a reporter ("John wrote:",
+    "She texted me:"), an exercise or quotation ("Translate to French:", "Here is the email I got:"), or a
+    name alone (a transcript line, "John:")."""
     for index in range(len(tokens) - 1, -1, -1):
         if tokens[index].word in _REPORTING_VERBS:
             found = _reporter(content, tokens, index)
             return _Frame("reported", found[0] if found else None)
+    if any(token.word in _TASK_WORDS for token in tokens):
+        return _Frame("hypothetical")
+    if 1 <= len(tokens) <= 3 and all(t.cap and t.word not in _NOT_NAMES and t.word not in _NOT_SPEAKERS
+                                     for t in tokens):
+        return _Frame("reported", content[tokens[0].start:tokens[-1].end])
     return None
+
+
+def _opening_frame(content: str, tokens: Sequence[_Token], colon: int) -> _Frame | None:
+    """A sentence that says nothing itself but frames the lines after it: "Let's roleplay.", "e.g.",
+    "Chapter 1.", an email header ("From: John <…>", "---- Forwarded message ----")."""
+    if not tokens:
+        return None
+    words = [token.word for token in tokens]
+    if words[0] == "from" and colon >= 0:
+        names = [t for t in tokens if t.start > colon and t.cap and t.word not in _NOT_NAMES]
+        return _Frame("reported", content[names[0].start:names[-1].end] if names else None)
+    if "forwarded" in words or ("original", "message") in set(zip(words, words[1:])) or (
+            "from" in words and any(word in ("message", "email", "letter", "text") for word in words)):
+        return _Frame("reported")
+    if words[0] in _FRAME_OPENERS and (words[0] not in _TASK_WORDS or any(w in _TASK_WORDS for w in words)):
+        return _Frame("hypothetical")
+    return None
+
+
+def _is_retraction(content: str, tokens: Sequence[_Token]) -> bool:
+    """The whole sentence takes back the one before ("Just kidding."), or opens doing so ("Just kidding,
+    I live in Rome")."""
+    if " ".join(token.word for token in tokens) in _RETRACTIONS:
+        return True
+    for index in range(1, min(len(tokens), 5)):
+        if "," in content[tokens[index - 1].end:tokens[index].start]:
+            return " ".join(token.word for token in tokens[:index]) in _RETRACTIONS
+    return False
 
 
 class RulesProposer:
@@ -777,20 +953,34 @@ class RulesProposer:
         starts = [token.start for token in tokens]
         regions = _quote_regions(content, tokens)
         proposals: list[Proposal] = []
-        carried: _Frame | None = None  # set by a line like "John wrote:", until a blank line
-        last_end = 0
+        carried: _Frame | None = None  # set by "John wrote:" or "Translate this:", until a blank line after it
+        carried_used = False
+        last_end, last_tokens, last_proposals = 0, [], 0
         for sentence_start, sentence_end in _sentences(content):
-            if _blank_line_between(content, last_end, sentence_start):
-                carried = None
-            last_end = sentence_end
+            if carried_used and _blank_line_between(content, last_end, sentence_start):
+                carried, carried_used = None, False
+            lead_in = last_tokens[-PREFIX_WINDOW:] if _soft_break(content, last_end, sentence_start) else []
             first = bisect.bisect_left(starts, sentence_start)
             sentence_tokens = tokens[first:bisect.bisect_left(starts, sentence_end)]
-            if _is_question(content, sentence_start, sentence_end):
+            last_end, last_tokens = sentence_end, sentence_tokens
+            if _is_retraction(content, sentence_tokens):
+                # "I live in Paris. Just kidding.": the sentence before is taken back.
+                proposals[last_proposals:] = [replace(p, polarity="denied") for p in proposals[last_proposals:]]
+            last_proposals = len(proposals)
+            if _is_question(content, sentence_start, sentence_end, sentence_tokens):
                 continue  # a question asserts nothing, whatever its words
             if content.endswith(":", sentence_start, sentence_end):
                 carried = _introduced_frame(content, sentence_tokens) or carried
                 continue
+            colon = content.find(":", sentence_start, sentence_end)
+            if colon >= 0:
+                introduced = _introduced_frame(content, [t for t in sentence_tokens if t.end <= colon])
+                if introduced is not None and introduced.polarity == "hypothetical":
+                    carried, carried_used = introduced, False  # "Two truths and a lie: … . … ."
+            if carried is not None:
+                carried_used = True
             quoted_line = _Frame("reported") if content[sentence_start] in _LINE_QUOTES else None
+            before = len(proposals)
             previous: _Hit | None = None
             for clause_start, clause_end, after_and in _clauses(content, sentence_start, sentence_end):
                 first, last = bisect.bisect_left(starts, clause_start), bisect.bisect_left(starts, clause_end)
@@ -799,8 +989,13 @@ class RulesProposer:
                 if after_and and previous is not None and clause:
                     hit = _continuation(content, clause, clause_end, previous)
                 if hit is None:
-                    hit = _first_hit(content, clause, clause_end, regions, quoted_line or carried)
+                    hit = _first_hit(content, clause, clause_end, regions, quoted_line or carried, lead_in)
+                lead_in = []  # only the sentence's first clause follows the previous line
                 previous = hit
                 if hit is not None:
                     proposals.extend(_proposals(hit, content, kinds))
+            if len(proposals) == before:
+                opening = _opening_frame(content, sentence_tokens, colon)
+                if opening is not None:
+                    carried, carried_used = opening, False
         return proposals

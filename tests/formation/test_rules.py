@@ -178,7 +178,7 @@ def test_modifier_rows(content, polarity, tense):
         # Frames that suppose or ask rather than assert.
         ("Let's say I live in Paris.", "hypothetical"),
         ("Assuming I live in Paris, the tax is high.", "hypothetical"),
-        ("Can you check that I live in Paris.", "uncertain"),
+        ("Please check that I live in Paris.", "uncertain"),
         ("Apparently I live in Paris.", "uncertain"),
         # Words after the object that take the assertion back.
         ("I live in Paris, or so my mother says.", "reported"),
@@ -204,6 +204,65 @@ def test_frames_that_do_not_assert(content, polarity):
 )
 def test_assertions_next_to_those_frames_still_assert(content):
     assert [(p.predicate, p.polarity) for p in propose(content)] == [("lives_in", "asserted")]
+
+
+# Words that are not the speaker's own present statement: nothing of these may be believed. Each was a
+# believed fact about the speaker before (an adversarial review's corpus); the gates now refuse them all.
+NOT_BELIEVED = [
+    # exercises, fiction and quotation
+    "Translate to French: I work at Google.", "Correct the grammar: I am a pilot.",
+    "Write a story where I live in Paris.", "Draft a cover letter: I work at Google and I speak French.",
+    "Generate a bio: I am a doctor.", "Example: I live in Paris.", "e.g. I live in Paris.",
+    "Repeat after me: I live in Paris.", "Roleplay: I am a pirate.", "In the story, I am a wizard.",
+    "Make my character say I am a wizard.", "Two truths and a lie: I live in Paris. I speak Klingon. I am a pilot.",
+    "Let's roleplay. I am a pirate and I live in Tortuga.", "John: I live in London.",
+    "print('I live in Paris')", "`I live in London`", "```\nI live in London\n```",
+    "‘I live in London,’ said John.", "'I live in London,' said John.", "«I live in London», said John.",
+    # introduced lines, email layout, hard-wrapped frames
+    "Here is the email I got:\n\nHi, I live in London and I work at HSBC.",
+    "On Mon, 3 Jun 2024 at 10:00, John Smith <john@x.com> wrote:\n\nI live in London.",
+    "My brother wrote:\n\nI live in Berlin and I work at Siemens.",
+    "From: Mary <mary@x.com>\n\nI work at Acme.", "Below is a message from my brother.\nI live in Berlin.",
+    "My brother thinks\nI work at Google.", "It is not true that\nI live in Paris.", "Maybe\nI live in Paris.",
+    # taken back afterwards
+    "I live in Paris — not!", "I live in Paris, not.", "I live in Paris. Just kidding.", "I live in Paris /s",
+    "I live in Paris (not really).", "I live in Paris, yeah right.", "I live in Paris, said no one ever.",
+    "I live in Paris, or not.", "I live in Paris, I hope.", "I live in Paris. That's a lie.",
+    # hearsay, denial, doubt, condition, question
+    "According to my doctor, I'm a diabetic.", "I live in Paris, according to John.", "I live in Paris, says my mother.",
+    "John heard I live in Paris.", "People say I'm a genius.", "It seems I live in Paris.", "Rumour has it I live in Paris.",
+    "No way I live in Paris.", "It's false that I live in Paris.", "I deny that I live in Paris.",
+    "When I live in Paris I will buy a bike.", "As soon as I work at Google, I'll buy a car.",
+    "I hope I work at Google one day.", "Did I say I live in Paris", "Tell me why I live in Paris",
+    "I live in Paris?!", "I live in Paris？",
+    # out of the present
+    "Next year I live in Paris.", "Tomorrow I work at Google.", "I live in Paris next year.",
+    "I work at Google as of next month.", "Previously, I work at Acme.",
+]
+
+STILL_BELIEVED = [
+    "I live in Dublin.", "I work at Acme and I speak Irish.", "My name is Sam.", "I'm a teacher.",
+    "I moved to Cork last month.", "I have worked at Ensera since 2019.", "Note: I live in Paris.",
+    "No, I live in Paris.", "Not gonna lie, I live in Paris.", "Remember that I live in Paris.",
+    "For the record, I live in Paris.", "I live in Paris, not Rome.", "John, I live in Paris.",
+    "- I live in London", "I live in Paris. Just kidding, I live in Rome.",
+]
+
+
+@pytest.mark.parametrize("content", NOT_BELIEVED)
+def test_words_that_are_not_a_present_statement_are_never_believed(content):
+    assert "admitted" not in gate_outcomes(content), [(p.subject, p.predicate, p.object, p.polarity, p.tense)
+                                                      for p in propose(content)]
+
+
+@pytest.mark.parametrize("content", STILL_BELIEVED)
+def test_plain_statements_next_to_those_still_form(content):
+    assert "admitted" in gate_outcomes(content)
+
+
+def test_a_retraction_then_a_new_value_keeps_only_the_new_one():
+    assert [(p.object, p.polarity) for p in propose("I live in Paris. Just kidding, I live in Rome.")] == [
+        ("Paris", "denied"), ("Rome", "asserted")]
 
 
 def test_a_line_framed_by_a_reporter_takes_the_reporter_as_subject():
@@ -261,7 +320,8 @@ def test_third_person_patterns():
         ("Sarah", "works_at", "Acme", "asserted", "present"),
     ]
     assert brief("John Smith works for Globex.") == [("John Smith", "works_at", "Globex", "asserted", "present")]
-    assert brief("Maria is an engineer.") == [("Maria", "has_role", "engineer", "asserted", "present")]
+    # "<Name> is a X" is not proposed: a capitalised word opening "Python is a language" is no person.
+    assert brief("Maria is an engineer.") == brief("Python is a programming language.") == []
     assert brief("Tom doesn't live in Rome.") == [("Tom", "lives_in", "Rome", "denied", "present")]
     assert brief("He lives in Rome.") == []  # a pronoun is not a name
 
