@@ -213,19 +213,25 @@ _REPORTING_VERBS = frozenset({
     "suspects", "suspected", "heard", "hears", "swears", "swore", "announced", "announces", "posted", "posts",
     "tweeted", "texted", "emailed", "reported", "reports", "show", "shows", "showed", "according",
 })
-# Words before the subject (or before a colon introducing it) that make the words an exercise, a quotation
-# or a piece of fiction rather than the speaker's own statement: "Translate to French: I …".
+# Words before the subject in its clause that make the words an exercise or a piece of fiction rather
+# than the speaker's own statement: "Write a story where I …", "In the story, I am a wizard".
 _TASK_WORDS = frozenset({
-    "translate", "translation", "write", "rewrite", "draft", "generate", "correct", "proofread", "paraphrase",
-    "summarise", "summarize", "repeat", "example", "examples", "eg", "roleplay", "role", "story", "stories",
-    "character", "fiction", "novel", "poem", "script", "bio", "sample", "template", "game", "truths",
-    "email", "message", "letter", "got", "received", "forwarded", "quote", "quoted", "grammar", "spell",
-    "sentence", "pretend", "scenario", "instance", "song", "lyrics", "chapter", "goals", "list", "options",
-    "ideas", "todo", "plans", "wishlist", "bucket", "hypothetical", "exercise", "test",
+    "translate", "translation", "write", "rewrite", "draft", "generate", "proofread", "paraphrase",
+    "summarise", "summarize", "repeat", "example", "examples", "eg", "roleplay", "story", "stories",
+    "character", "fiction", "novel", "poem", "script", "bio", "sample", "template", "truths", "pretend",
+    "scenario", "instance", "lyrics", "chapter", "hypothetical", "exercise",
 })
+# Words that frame what follows only from before a colon or on a line of their own ("Here is the email I
+# got:", "Correct the grammar:", "Goals:"): in a plain clause they are ordinary chat ("I got your message,
+# I live in Paris").
+_INTRO_WORDS = _TASK_WORDS | {
+    "email", "message", "letter", "got", "received", "forwarded", "quote", "quoted", "grammar", "spell",
+    "correct", "sentence", "song", "goals", "list", "options", "ideas", "todo", "plans", "wishlist", "bucket",
+    "test", "game", "role",
+}
 # Sentences that open with these and say nothing themselves frame the lines after them: "Let's roleplay.",
 # "e.g.", "Chapter 1."
-_FRAME_OPENERS = _TASK_WORDS | {"let's", "lets", "imagine", "e", "i.e", "ie"}
+_FRAME_OPENERS = _INTRO_WORDS | {"let's", "lets", "imagine", "e", "i.e", "ie"}
 # Single words before a colon that head a note, not a speaker: "Note: I live in Paris" asserts.
 _NOT_SPEAKERS = frozenset({
     "note", "notes", "update", "fyi", "ps", "edit", "reminder", "btw", "context", "background", "answer", "a",
@@ -515,9 +521,9 @@ def _prefix_frame(content: str, prefix: Sequence[_Token], subject_start: int, *,
                 if _MODIFIERS.get((prefix[back].word,)) is None:
                     break
             return _Frame("uncertain", None, start)
-    for token in prefix:
-        if token.word in _TASK_WORDS:
-            return _Frame("hypothetical", None, token.start)
+    for index, token in enumerate(prefix):
+        if token.word in _TASK_WORDS and not (token.word == "story" and index and prefix[index - 1].word == "long"):
+            return _Frame("hypothetical", None, token.start)  # but "Long story short, I …" asserts
     speaker = _transcript_speaker(content, prefix, subject_start)
     if speaker is not None:
         return _Frame("reported", speaker)
@@ -905,7 +911,7 @@ def _introduced_frame(content: str, tokens: Sequence[_Token]) -> _Frame | None:
         if tokens[index].word in _REPORTING_VERBS:
             found = _reporter(content, tokens, index)
             return _Frame("reported", found[0] if found else None)
-    if any(token.word in _TASK_WORDS for token in tokens):
+    if any(token.word in _INTRO_WORDS for token in tokens):
         return _Frame("hypothetical")
     if 1 <= len(tokens) <= 3 and all(t.cap and t.word not in _NOT_NAMES and t.word not in _NOT_SPEAKERS
                                      for t in tokens):
@@ -925,7 +931,7 @@ def _opening_frame(content: str, tokens: Sequence[_Token], colon: int) -> _Frame
     if "forwarded" in words or ("original", "message") in set(zip(words, words[1:])) or (
             "from" in words and any(word in ("message", "email", "letter", "text") for word in words)):
         return _Frame("reported")
-    if words[0] in _FRAME_OPENERS and (words[0] not in _TASK_WORDS or any(w in _TASK_WORDS for w in words)):
+    if words[0] in _FRAME_OPENERS and (words[0] not in _INTRO_WORDS or any(w in _INTRO_WORDS for w in words)):
         return _Frame("hypothetical")
     return None
 

@@ -246,6 +246,9 @@ STILL_BELIEVED = [
     "No, I live in Paris.", "Not gonna lie, I live in Paris.", "Remember that I live in Paris.",
     "For the record, I live in Paris.", "I live in Paris, not Rome.", "John, I live in Paris.",
     "- I live in London", "I live in Paris. Just kidding, I live in Rome.",
+    # ordinary chat around the words that frame exercises and quotations elsewhere
+    "Long story short, I moved to Cork.", "I got your message, I live in Paris.",
+    "That's correct, I live in Paris.", "The test went well, I work at Google now.",
 ]
 
 
