@@ -14,6 +14,7 @@ from django.db import DatabaseError, connection, transaction
 
 from api.jsonbody import canonical_uuid, has_nul, is_blank, utf8_len
 from memory.errors import Conflict, Invalid, NotFound, RateLimited
+from memory.locks import advisory_xact_lock
 from memory.services import claim_offset, recompute_watermark
 
 from . import audit
@@ -149,10 +150,7 @@ def _row_to_artifact(row, content=None):
 
 def _lock_id(cursor, project, artifact_id):
     # Serializes concurrent puts and deletes of one id, including a create racing a create.
-    cursor.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended('memoir:artifact:' || %s || ':' || %s, 0))",
-        [project, artifact_id],
-    )
+    advisory_xact_lock(cursor, "artifact", project, artifact_id)
 
 
 def _read_meta(cursor, project, artifact_id):

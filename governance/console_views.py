@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory.errors import DomainError
+from memory.locks import advisory_xact_lock
 
 from . import console_selectors, services
 from .admin import OPERATOR, ledger_read, principal_of, require, site
@@ -73,8 +74,7 @@ def _spend_nonce(request, nonce):
     if not nonce or not session.session_key:
         return False
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended('memoir:console-session:' || %s, 0))",
-                       [session.session_key])
+        advisory_xact_lock(cursor, "console-session", session.session_key)
         stored = session.__class__(session.session_key).load().get(ISSUE_NONCES, [])
         if nonce not in stored:
             return False

@@ -12,6 +12,7 @@ from django.db import IntegrityError, connection, transaction
 
 from api.jsonbody import canonical_uuid, has_nul, is_blank, utf8_len
 from memory.errors import Conflict, Invalid, NotFound
+from memory.locks import advisory_xact_lock
 
 from . import audit
 
@@ -117,11 +118,7 @@ def register_subject(*, project, idempotency_key, external_reference=None, label
     request_digest = fingerprint(external_reference=reference, label=label)
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended("
-                "'memoir:subject-retry:' || %s || ':' || encode(%s::bytea, 'hex'), 0))",
-                [project, digest],
-            )
+            advisory_xact_lock(cursor, "subject-retry", project, digest)
             cursor.execute(
                 "SELECT subject_id, request_digest FROM subject_retry WHERE scope = %s AND key_digest = %s FOR UPDATE",
                 [project, digest],

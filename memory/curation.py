@@ -20,6 +20,7 @@ from formation.text import normalize
 from governance import audit
 
 from .errors import Conflict, DomainError, Invalid, NotFound
+from .locks import advisory_xact_lock
 from .services import claim_offset, key_digest, recompute_watermark
 
 MAX_BATCH = 20
@@ -153,11 +154,7 @@ def _check_assertions(items, v):
 
 def _assert_replay(cursor, project, digest, fingerprint):
     """The original receipt for a replay, None for a new key; 409 for a changed item or an erased source."""
-    cursor.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended("
-        "'memoir:observe-retry:' || %s || ':' || encode(%s::bytea, 'hex'), 0))",
-        [project, digest],
-    )
+    advisory_xact_lock(cursor, "observe-retry", project, digest)  # assertion keys share observe's table
     cursor.execute(
         "SELECT r.observation_id, r.request_digest, c.fact_id, f.version FROM observation_retry r"
         " LEFT JOIN curated_claim c ON c.source_observation_id = r.observation_id"
@@ -259,10 +256,7 @@ def _lock_targets(cursor, project, fact_ids, *, lock_subjects=False):
     )
     observations = [row[0] for row in cursor.fetchall()]
     for observation_id in observations:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended('memoir:claim-source:' || %s || ':' || %s, 0))",
-            [project, observation_id],
-        )
+        advisory_xact_lock(cursor, "claim-source", project, observation_id)
     # The row locks serialize with an erasure's FOR UPDATE, as every formation writer's do.
     cursor.execute(
         "SELECT 1 FROM observation WHERE scope = %s AND observation_id = ANY(%s::uuid[])"

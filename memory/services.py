@@ -12,6 +12,7 @@ from datetime import timedelta
 from django.db import DatabaseError, connection, transaction
 
 from .errors import Conflict, RateLimited
+from .locks import advisory_xact_lock
 
 logger = logging.getLogger(__name__)
 
@@ -83,11 +84,7 @@ def observe(*, project, messages, data_subject_id=None, occurred_at=None, idempo
 
 
 def _check_retry(cursor, project, digest, fingerprint):
-    cursor.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended("
-        "'memoir:observe-retry:' || %s || ':' || encode(%s::bytea, 'hex'), 0))",
-        [project, digest],
-    )
+    advisory_xact_lock(cursor, "observe-retry", project, digest)
     cursor.execute(
         "SELECT r.observation_id, r.request_digest, o.log_offset FROM observation_retry r"
         " LEFT JOIN observation o ON o.observation_id = r.observation_id"
