@@ -100,7 +100,8 @@ class V1View(APIView):
             return response
         try:
             body = self._read_body(request) if self.method == "POST" and self.reads_body else {}
-            result = self._handle_retrying_deadlocks(caller, body)
+            # A route's writes are one transaction, so a deadlock victim kept nothing: run it again, not a 500.
+            result = run_retrying(lambda: self.handle(caller, body), what=op)
         except ApiError as err:
             return self._refuse(caller, err)
         except DomainError as err:
@@ -129,11 +130,6 @@ class V1View(APIView):
 
     def handle(self, caller, body):
         raise NotImplementedError
-
-    def _handle_retrying_deadlocks(self, caller, body):
-        # Every route's writes are one transaction, so a deadlock (two writers, or a writer and an erasure,
-        # locking in opposite orders) rolled back everything it did: run the route again instead of a 500.
-        return run_retrying(lambda: self.handle(caller, body), what=self.op)
 
     def _audit(self, caller, outcome, magnitude):
         audit.record_best_effort(self.op, caller.credential_id, "credential", caller.project, magnitude, outcome)

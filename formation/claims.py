@@ -10,6 +10,8 @@ from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
 
+from memory.retry import sqlstate
+
 from . import ids
 from .text import normalize
 
@@ -307,7 +309,7 @@ def write_claim(cursor, *, source, claim, speaker_terms, authored_by=None, valid
             source.project, str(source.observation_id), subject_id_text, retention_until,
         ])
     except IntegrityError as exc:
-        if getattr(exc.__cause__, "sqlstate", None) == "23P01":
+        if sqlstate(exc) == "23P01":
             raise ClaimRefused("conflicting_value") from None
         raise
     return new_fact_id

@@ -11,6 +11,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 
 from governance import audit
 from memory.errors import NotFound
+from memory.retry import sqlstate
 from memory.services import recompute_watermark
 
 from . import vocabulary as vocab
@@ -287,8 +288,8 @@ def _form_one(project, observation_id, proposer, deadline, stats, messages):
 
 
 def _describe_database_error(exc):
-    sqlstate = getattr(exc.__cause__, "sqlstate", None)
-    return f"database error {type(exc).__name__}" + (f" (SQLSTATE {sqlstate})" if sqlstate else "")
+    state = sqlstate(exc)
+    return f"database error {type(exc).__name__}" + (f" (SQLSTATE {state})" if state else "")
 
 
 def drain_task_body(project):

@@ -545,34 +545,40 @@ def _time_of(tokens: Sequence[_Token]) -> str | None:
     return None
 
 
+def _gaps(content: str, prefix: Sequence[_Token], subject_start: int) -> list[str]:
+    """The text after each prefix word, up to the next word (the last one up to the subject)."""
+    ends = [token.start for token in prefix[1:]] + [subject_start]
+    return [content[token.end:end] for token, end in zip(prefix, ends)]  # an empty prefix has no gaps
+
+
+def _is_break(gap: str) -> bool:
+    return any(ch in _FRAME_BREAKS for ch in gap)
+
+
+def _speaker_name(content: str, tokens: Sequence[_Token]) -> str | None:
+    """One to three capitalised words that name someone ("John", "Mary Jones"), not a note's heading."""
+    if 1 <= len(tokens) <= 3 and all(t.cap and t.word not in _NOT_NAMES and t.word not in _NOT_SPEAKERS
+                                     for t in tokens):
+        return content[tokens[0].start:tokens[-1].end]
+    return None
+
+
 def _transcript_speaker(content: str, prefix: Sequence[_Token], subject_start: int) -> str | None:
     """ "John: I live in London" — a name alone before a colon is a transcript line, John's words."""
-    colon = None
-    for index in range(len(prefix)):
-        following = prefix[index + 1].start if index + 1 < len(prefix) else subject_start
-        if ":" in content[prefix[index].end:following]:
-            colon = index
-    if colon is None:
+    gaps = _gaps(content, prefix, subject_start)
+    colons = [index for index, gap in enumerate(gaps) if ":" in gap]
+    if not colons:
         return None
-    first = colon
-    while first > 0 and not any(ch in _FRAME_BREAKS or ch in _LINE_BREAKS
-                                for ch in content[prefix[first - 1].end:prefix[first].start]):
+    colon = first = colons[-1]
+    while first > 0 and not (_is_break(gaps[first - 1]) or any(ch in _LINE_BREAKS for ch in gaps[first - 1])):
         first -= 1
-    names = prefix[first:colon + 1]
-    if 1 <= len(names) <= 3 and all(t.cap and t.word not in _NOT_NAMES and t.word not in _NOT_SPEAKERS
-                                    for t in names):
-        return content[names[0].start:names[-1].end]
-    return None
+    return _speaker_name(content, prefix[first:colon + 1])
 
 
 def _negation_frame(content: str, prefix: Sequence[_Token], subject_start: int) -> _Frame | None:
     """A negation among the words framing the subject, counted from the last comma-like break."""
-    first = 0
-    for index in range(len(prefix)):
-        following = prefix[index + 1].start if index + 1 < len(prefix) else subject_start
-        if any(ch in _FRAME_BREAKS for ch in content[prefix[index].end:following]):
-            first = index + 1
-    scope = prefix[first:]
+    breaks = [index + 1 for index, gap in enumerate(_gaps(content, prefix, subject_start)) if _is_break(gap)]
+    scope = prefix[breaks[-1] if breaks else 0:]
     words = [token.word for token in scope]
     if not any(word in _NEGATIONS for word in words) and ("no", "way") not in set(zip(words, words[1:])):
         return None
@@ -612,6 +618,7 @@ def _trailing_frame(content: str, tokens: Sequence[_Token], after: int) -> _Fram
 
 
 _QUOTE_PAIRS = {'"': '"', "“": "”", "‘": "’", "«": "»", "‹": "›", "`": "`", "'": "'"}
+_QUOTE_MARK = re.compile("[" + re.escape("".join(set(_QUOTE_PAIRS) | set(_QUOTE_PAIRS.values()))) + "]")
 
 
 def _is_word_char(ch: str) -> bool:
@@ -622,7 +629,8 @@ def _quote_regions(content: str, tokens: Sequence[_Token]) -> list[tuple[int, in
     """Quoted stretches of the message (double, single, curly, guillemets, backticks), each with its
     reporter when a frame names one."""
     spans, opened, closer = [], None, ""
-    for index, ch in enumerate(content):
+    for match in _QUOTE_MARK.finditer(content):
+        index, ch = match.start(), match.group()
         before = content[index - 1] if index else " "
         after = content[index + 1] if index + 1 < len(content) else " "
         if opened is None:
@@ -913,10 +921,8 @@ def _introduced_frame(content: str, tokens: Sequence[_Token]) -> _Frame | None:
             return _Frame("reported", found[0] if found else None)
     if any(token.word in _INTRO_WORDS for token in tokens):
         return _Frame("hypothetical")
-    if 1 <= len(tokens) <= 3 and all(t.cap and t.word not in _NOT_NAMES and t.word not in _NOT_SPEAKERS
-                                     for t in tokens):
-        return _Frame("reported", content[tokens[0].start:tokens[-1].end])
-    return None
+    name = _speaker_name(content, tokens)
+    return _Frame("reported", name) if name is not None else None
 
 
 def _opening_frame(content: str, tokens: Sequence[_Token], colon: int) -> _Frame | None:
