@@ -12,12 +12,14 @@ import psycopg
 import pytest
 from django.conf import settings
 
+from tests.governance.support import form, say
+from tests.support.processes import database_url
+
 pytestmark = pytest.mark.live
 
 
 def _url():
-    db = settings.DATABASES["default"]
-    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    return database_url(settings.DATABASES["default"]["NAME"])
 
 
 def _deadlocks(conn):
@@ -54,8 +56,6 @@ def test_an_artifact_put_that_loses_a_deadlock_is_run_again(api):
 
 def test_feedback_queues_behind_an_erasure_instead_of_deadlocking_with_it(api, committed):
     """Feedback locks the record's sources before the record, as an erasure does, so the two queue."""
-    from tests.governance.support import form, say
-
     with committed():
         observation_id = say(api.project, "carol", "I live in Sligo.")
         form(api.project)

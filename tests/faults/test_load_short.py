@@ -1,5 +1,6 @@
 """A short run of the mixed load (the same code as bench/load.py): 16 clients over several projects and subjects
 against gunicorn, a Celery worker forming with the rules extractor; no 5xx, and every acknowledged turn formed."""
+import psycopg
 import pytest
 
 from tests.support.load import report, run_load, unformed_acknowledged, wait_until_formed
@@ -37,8 +38,6 @@ def test_short_mixed_load_has_no_server_errors_and_forms_every_acknowledged_turn
 def test_load_against_a_full_backlog_gets_backpressure_and_loses_nothing(private_db, redis):
     """With a tiny per-project backlog the same load meets 429 rate_limited + Retry-After; what was refused kept
     nothing (stored offsets stay dense over the acknowledged turns) and every acknowledged turn still forms."""
-    import psycopg
-
     db_url, projects = private_db
     with psycopg.connect(db_url, autocommit=True) as conn:
         conn.execute("UPDATE ingestion_budget SET max_pending_per_project = 8")

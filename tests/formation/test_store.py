@@ -10,6 +10,7 @@ from formation import driver
 from formation import vocabulary as vocab
 from formation.model import ModelConfig, ModelProposer
 from formation.rules import RulesProposer
+from governance.erasure import erase
 from memory import services
 from tests.fakemodel import fake_model, load_recorded
 
@@ -251,8 +252,6 @@ def _maria(project):
 def test_one_persons_value_for_a_shared_entity_never_closes_anothers(new_project):
     """A single-valued slot is per data subject: bob's account of where Maria lives survives alice's, and
     erasing alice leaves bob's fact exactly as it was. Within one subject a new value still supersedes."""
-    from governance.erasure import erase
-
     project, _ = new_project
     first_at = datetime(2026, 1, 1, tzinfo=UTC)
     observe(project, ("user", "Maria lives in Lisbon."), subject="bob", at=first_at)

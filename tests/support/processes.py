@@ -71,14 +71,19 @@ class RedisProcess:
         self.proc = None
 
 
-def service_env(database_name, redis_url, **extra):
+def database_url(database_name):
+    """A URL for `database_name` on the server the test settings point at."""
     from django.conf import settings
 
     db = settings.DATABASES["default"]
+    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{database_name}"
+
+
+def service_env(database_name, redis_url, **extra):
     env = dict(os.environ)
     env.update({
         "DJANGO_SETTINGS_MODULE": "config.settings.test",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{database_name}",
+        "DATABASE_URL": database_url(database_name),
         "REDIS_URL": redis_url,
         "PYTHONUNBUFFERED": "1",
     })
