@@ -621,10 +621,6 @@ _QUOTE_PAIRS = {'"': '"', "“": "”", "‘": "’", "«": "»", "‹": "›", 
 _QUOTE_MARK = re.compile("[" + re.escape("".join(set(_QUOTE_PAIRS) | set(_QUOTE_PAIRS.values()))) + "]")
 
 
-def _is_word_char(ch: str) -> bool:
-    return ch.isalnum()
-
-
 def _quote_regions(content: str, tokens: Sequence[_Token]) -> list[tuple[int, int, str | None]]:
     """Quoted stretches of the message (double, single, curly, guillemets, backticks), each with its
     reporter when a frame names one."""
@@ -634,11 +630,11 @@ def _quote_regions(content: str, tokens: Sequence[_Token]) -> list[tuple[int, in
         before = content[index - 1] if index else " "
         after = content[index + 1] if index + 1 < len(content) else " "
         if opened is None:
-            if ch in _QUOTE_PAIRS and (ch != "'" or (not _is_word_char(before) and _is_word_char(after))):
+            if ch in _QUOTE_PAIRS and (ch != "'" or (not before.isalnum() and after.isalnum())):
                 opened, closer = index, _QUOTE_PAIRS[ch]
         elif ch == closer or (closer == "”" and ch == '"'):
             # A closing ’ or ' followed by a letter is an apostrophe ("don’t"), not the quote's end.
-            if ch not in "’'" or not _is_word_char(after):
+            if ch not in "’'" or not after.isalnum():
                 spans.append((opened, index))
                 opened = None
     if opened is not None:
