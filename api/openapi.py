@@ -10,8 +10,10 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.generators import EndpointEnumerator, SchemaGenerator
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
+from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.schemas.generators import BaseSchemaGenerator
 
+from config import __version__
 from memory.closed_sets import IDENTITY_KINDS, OBJECT_KINDS, ROLES
 from memory.recall import MAX_QUESTION_BYTES, SURFACES
 
@@ -659,7 +661,7 @@ _UNAUTHENTICATED = {
 
 SPECTACULAR_PATCHES = {
     "TITLE": "Memoir v1",
-    "VERSION": "1",
+    "VERSION": __version__,
     "DESCRIPTION": (
         "The /v1 wire contract of Memoir, a governed memory service. Every refusal is "
         "{\"error\":{\"code\",\"message\"}}; clients branch on code. Bodies are strict JSON objects: "
@@ -707,6 +709,10 @@ def document_bytes():
         if "bytes" not in _cached:
             _cached["bytes"] = render(build_document())
         return _cached["bytes"]
+
+
+# GET /v1/docs: Swagger UI over /v1/schema, its assets served locally (drf-spectacular-sidecar).
+docs_view = SpectacularSwaggerView.as_view(url="/v1/schema", title="Memoir v1 API")
 
 
 @csrf_exempt

@@ -5,6 +5,7 @@ Celery only kicks work: PostgreSQL is the queue, so a lost message delays format
 import os
 
 from celery import Celery
+from celery.signals import setup_logging
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
@@ -31,3 +32,14 @@ app.conf.beat_schedule = {
     "audit-seal": {"task": "governance.tasks.seal_audit", "schedule": 300.0, "options": {"expires": 300}},
 }
 app.autodiscover_tasks()
+
+
+@setup_logging.connect
+def use_django_logging(**_):
+    """Worker and beat log through settings.LOGGING (config/logs.py): its format, and Celery's per-task lines
+    kept below INFO, instead of Celery's own set-up (which --loglevel would otherwise drive)."""
+    import logging.config
+
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)

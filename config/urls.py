@@ -2,10 +2,12 @@
 from django.urls import include, path
 
 from api import fallback, health
+from config import metrics
 
 urlpatterns = [
     path("health", health.health),
     path("ready", health.ready),
+    path("metrics", metrics.metrics_view),
     path("v1", include("api.urls")),
     path("", include("governance.console_urls")),
 ]

@@ -1,14 +1,21 @@
 """Celery tasks: thin wrappers over the driver and the compaction pass (formation.md §3, §11)."""
+import logging
+
 from celery import shared_task
 
 from . import compaction, driver
 from .kick import kick_drain
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="formation.tasks.drain_project", acks_late=True, reject_on_worker_lost=True,
              soft_time_limit=660, time_limit=720)
 def drain_project(project):
     stats = driver.drain_task_body(project)
+    did = stats.turns_formed or stats.turns_failed or stats.turns_parked
+    logger.log(logging.INFO if did else logging.DEBUG, "drain formed %s, failed %s, parked %s turns",
+               stats.turns_formed, stats.turns_failed, stats.turns_parked)
     if stats.out_of_time:
         kick_drain(project)
     return {"formed": stats.turns_formed, "failed": stats.turns_failed, "parked": stats.turns_parked}
@@ -16,9 +23,15 @@ def drain_project(project):
 
 @shared_task(name="formation.tasks.sweep")
 def sweep():
-    return driver.sweep(kick_drain)
+    kicked = driver.sweep(kick_drain)
+    # A periodic pass that found nothing to do says so at DEBUG only (every 5 s by default).
+    logger.log(logging.INFO if kicked else logging.DEBUG, "formation sweep kicked %s project(s)", len(kicked))
+    return len(kicked)
 
 
 @shared_task(name="formation.tasks.compaction_pass")
 def compaction_pass():
-    return compaction.run_pass()
+    written = compaction.run_pass()
+    logger.log(logging.INFO if written else logging.DEBUG, "compaction wrote segments in %s project(s)",
+               len(written or {}))
+    return written

@@ -18,6 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from config import __version__
 from memory.errors import DomainError
 
 from . import audit, console_selectors, services
@@ -69,14 +70,34 @@ CONSOLE_PAGES = (
     ("ledger_activity", "Ledger activity", "console_ledger_activity", "governance.view_auditentry"),
     ("seal_now", "Seal now", "console_seal_now", "governance.seal_audit"),
     ("verify_chain", "Verify chain", "console_verify_chain", "governance.verify_audit"),
+    ("subject", "Subject at a glance", "console_subject", None),
 )
+
+# The subject page opens to anyone who may see one of its sections (console_subject.SECTION_PERMS).
+SUBJECT_PAGE_PERMS = ("memory.view_turnmessage", "memory.view_fact", "memory.view_rejectedclaim",
+                      "governance.view_agentartifact", "governance.view_erasurerequest", "governance.view_datasubject")
+
+
+def may_open(request, perm):
+    if perm is None:
+        return any(request.user.has_perm(p) for p in SUBJECT_PAGE_PERMS)
+    return request.user.has_perm(perm)
 
 
 class MemoirAdminSite(admin.AdminSite):
-    site_header = "Memoir console"
+    site_header = f"Memoir console {__version__}"
     site_title = "Memoir console"
     index_title = "Operator console"
+    index_template = "admin/memoir/dashboard.html"
     site_url = None
+
+    def index(self, request, extra_context=None):
+        """The dashboard (console_dashboard), with the list of every page below it."""
+        from . import console_dashboard
+
+        extra = {"dash": console_dashboard.dashboard(request), "memoir_version": __version__,
+                 "can_subject": may_open(request, None)}
+        return super().index(request, {**(extra_context or {}), **extra})
 
     def login(self, request, extra_context=None):
         response = super().login(request, extra_context)
@@ -86,6 +107,7 @@ class MemoirAdminSite(admin.AdminSite):
         return response
 
     def get_urls(self):
+        from . import console_subject
         from . import console_views as v
 
         def page(route, view, name):
@@ -102,6 +124,7 @@ class MemoirAdminSite(admin.AdminSite):
             page("governance/auditentry/activity/", v.ledger_activity, "console_ledger_activity"),
             page("governance/auditseal/seal/", v.seal_now, "console_seal_now"),
             page("governance/auditseal/verify/", v.verify_chain, "console_verify_chain"),
+            page("subject/", console_subject.subject_page, "console_subject"),
         ] + super().get_urls()
 
     def get_app_list(self, request, app_label=None):
@@ -110,7 +133,7 @@ class MemoirAdminSite(admin.AdminSite):
             pages = [
                 {"name": name, "object_name": key, "perms": {"view": True}, "view_only": True,
                  "admin_url": reverse(f"{self.name}:{url_name}", current_app=self.name), "add_url": None}
-                for key, name, url_name, perm in CONSOLE_PAGES if request.user.has_perm(perm)
+                for key, name, url_name, perm in CONSOLE_PAGES if may_open(request, perm)
             ]
             if pages:
                 app_list.append({"name": "Console pages", "app_label": "console", "app_url": "#console-pages",

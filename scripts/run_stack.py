@@ -229,6 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     (ROOT / "var").mkdir(exist_ok=True)
+    # Request metrics of an earlier run (prometheus_client multiprocess files) start again from zero.
+    metrics_dir = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or ROOT / "var" / "metrics")
+    for stale in metrics_dir.glob("*.db"):
+        stale.unlink()
     stop_timeout = float(os.environ.get("MEMOIR_STOP_TIMEOUT", "20"))
     return Supervisor(commands(args.bind), stop_timeout).run()
 

@@ -2,9 +2,12 @@
 
 With DATABASE_URL / REDIS_URL unset, the embedded services that `make` starts under var/ are used.
 """
+import os
 from pathlib import Path
 
 import environ
+
+from config.logs import build_logging
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -24,6 +27,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "pgtrigger",
     "governance",
     "memory",
@@ -32,6 +36,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -106,6 +111,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Memoir v1",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /v1/docs serves Swagger UI's files from drf-spectacular-sidecar: nothing is fetched from outside.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 REDIS_URL = env("REDIS_URL", default=f"redis://127.0.0.1:{env.int('MEMOIR_REDIS_PORT', default=6390)}/0")
@@ -146,12 +155,13 @@ MEMOIR_ADMISSION_PER_PROJECT = env.int("MEMOIR_ADMISSION_PER_PROJECT", default=6
 MEMOIR_ADMISSION_PER_CREDENTIAL = env.int("MEMOIR_ADMISSION_PER_CREDENTIAL", default=64)
 MEMOIR_BUNDLE_CHARACTERS = env.int("MEMOIR_BUNDLE_CHARACTERS", default=16000)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env("MEMOIR_LOG_LEVEL", default="INFO")},
-    # Request lines can carry nothing sensitive, but keep Django's request logger terse.
-    "loggers": {"django.request": {"level": "ERROR"}},
-}
+# Text or one JSON object per line (MEMOIR_LOG_FORMAT); Celery's per-task lines stay quiet (config/logs.py).
+LOGGING = build_logging(fmt=env("MEMOIR_LOG_FORMAT", default="text"), level=env("MEMOIR_LOG_LEVEL", default="INFO"))
+
+# /metrics (config/metrics.py) answers only a bearer of this token; unset, it is 404 (off).
+MEMOIR_METRICS_TOKEN = env("MEMOIR_METRICS_TOKEN", default="")
+if MEMOIR_METRICS_TOKEN:
+    # Gunicorn's workers share request counters through files in one directory (prometheus_client's
+    # multiprocess mode); it must be chosen before prometheus_client is imported, and emptied at start-up.
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(BASE_DIR / "var" / "metrics"))
+    Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)

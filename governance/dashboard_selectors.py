@@ -1,0 +1,165 @@
+"""Reads behind the console dashboard and /metrics: formation figures per project, refusals by reason over
+time, erasures, exports, retention sweeps, the ledger's seal and verification, and embedding coverage.
+
+Read-only, aggregate figures only: project names, closed-set codes and counts, never content or a subject id.
+"""
+from datetime import date, timedelta
+
+from django.apps import apps
+from django.db import connection
+from django.utils import timezone
+
+from memory.closed_sets import REFUSAL_REASONS
+
+from . import console_selectors
+
+CHART_DAYS = 14
+
+
+def _rows(sql, params=()):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def formation_by_project(*, project=None):
+    """[{name, label, stored, formed, parked, backlog, lag_seconds, suspended}] by project name."""
+    from .models import Project
+
+    projects = Project.objects.order_by("name")
+    if project:
+        projects = projects.filter(name=project)
+    now = timezone.now()
+    out = []
+    for p in console_selectors.with_formation_figures(projects):
+        lag = max(0.0, (now - p.oldest_unformed).total_seconds()) if p.oldest_unformed else 0.0
+        out.append({"name": p.name, "label": p.label, "stored": p.stored or 0, "formed": p.formed or 0,
+                    "parked": p.parked, "backlog": p.backlog, "lag_seconds": lag,
+                    "lag": console_selectors.age(p.oldest_unformed, now), "suspended": p.suspended_at is not None})
+    return out
+
+
+def refusals_by_day(*, days=CHART_DAYS, project=None):
+    """Refusal counts per UTC day and reason over the last `days` days: {"days": [date], "series": {reason:
+    [count per day]}, "totals": {reason: count}}; every reason of the closed set is present."""
+    first = timezone.now().date() - timedelta(days=days - 1)
+    sql = ("SELECT (recorded_at AT TIME ZONE 'UTC')::date, reason, count(*) FROM rejected_claim"
+           " WHERE recorded_at >= %s::date" + (" AND scope = %s" if project else "") +
+           " GROUP BY 1, 2")
+    params = [first.isoformat()] + ([project] if project else [])
+    day_list = [first + timedelta(days=i) for i in range(days)]
+    index = {d: i for i, d in enumerate(day_list)}
+    series = {reason: [0] * days for reason in REFUSAL_REASONS}
+    for day, reason, count in _rows(sql, params):
+        if day in index and reason in series:
+            series[reason][index[day]] += count
+    return {"days": day_list, "series": series, "totals": {r: sum(v) for r, v in series.items()}}
+
+
+def refusals_by_reason(*, project=None):
+    """All-time refusal counts by (project, reason): [(project, reason, count)]."""
+    sql = "SELECT scope, reason, count(*) FROM rejected_claim" + (" WHERE scope = %s" if project else "") + \
+        " GROUP BY 1, 2 ORDER BY 1, 2"
+    return _rows(sql, [project] if project else [])
+
+
+def claims_admitted(*, project=None):
+    """Evidence rows (each an admitted claim's citation) per project: [(project, count)]."""
+    sql = "SELECT scope, count(*) FROM fact_evidence" + (" WHERE scope = %s" if project else "") + \
+        " GROUP BY 1 ORDER BY 1"
+    return _rows(sql, [project] if project else [])
+
+
+def erasures_by_project(*, project=None):
+    """[(project, done, clean, open)] from the erasure receipts (which are never deleted)."""
+    sql = ("SELECT scope, count(*) FILTER (WHERE completed_at IS NOT NULL),"
+           " count(*) FILTER (WHERE completed_at IS NOT NULL AND NOT EXISTS ("
+           "   SELECT 1 FROM jsonb_each_text(residual) r WHERE r.value <> '0')),"
+           " count(*) FILTER (WHERE completed_at IS NULL)"
+           " FROM erasure_request" + (" WHERE scope = %s" if project else "") + " GROUP BY 1 ORDER BY 1")
+    return _rows(sql, [project] if project else [])
+
+
+def retention_sweeps_by_project(*, project=None):
+    """[(project, sweeps, observations deleted)] from the sweep receipts."""
+    sql = ("SELECT scope, count(*), coalesce(sum(observations), 0) FROM retention_sweep"
+           + (" WHERE scope = %s" if project else "") + " GROUP BY 1 ORDER BY 1")
+    return _rows(sql, [project] if project else [])
+
+
+def ledger_counts(*, operations=None, project=None, since=None):
+    """Ledger rows by (operation, outcome), optionally for some operations, one project, or since a time."""
+    where, params = [], []
+    if operations:
+        where.append("operation = ANY(%s::text[])")
+        params.append(list(operations))
+    if project:
+        where.append("project = %s")
+        params.append(project)
+    if since is not None:
+        where.append("occurred_at >= %s")
+        params.append(since)
+    sql = "SELECT operation, outcome, count(*) FROM audit_entry"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return _rows(sql + " GROUP BY 1, 2 ORDER BY 1, 2", params)
+
+
+def exports_by_project(*, project=None):
+    """[(project, allowed export rows)] from the ledger."""
+    sql = ("SELECT project, count(*) FROM audit_entry WHERE operation = 'export' AND outcome = 'allowed'"
+           " AND project <> ''" + (" AND project = %s" if project else "") + " GROUP BY 1 ORDER BY 1")
+    return _rows(sql, [project] if project else [])
+
+
+def ledger_by_day(*, operations, days=CHART_DAYS, project=None):
+    """Allowed ledger rows per UTC day for each of `operations`: {"days": [date], "series": {op: [count]}}."""
+    first = timezone.now().date() - timedelta(days=days - 1)
+    sql = ("SELECT (occurred_at AT TIME ZONE 'UTC')::date, operation, count(*) FROM audit_entry"
+           " WHERE occurred_at >= %s::date AND operation = ANY(%s::text[]) AND outcome = 'allowed'"
+           + (" AND project = %s" if project else "") + " GROUP BY 1, 2")
+    params = [first.isoformat(), list(operations)] + ([project] if project else [])
+    day_list = [first + timedelta(days=i) for i in range(days)]
+    index = {d: i for i, d in enumerate(day_list)}
+    series = {op: [0] * days for op in operations}
+    for day, op, count in _rows(sql, params):
+        if day in index:
+            series[op][index[day]] += count
+    return {"days": day_list, "series": series}
+
+
+def seal_state():
+    """The last seal (id, sealed_at, entries covered), entries not yet sealed, and the last verification."""
+    last = _rows("SELECT seal_id, sealed_at, to_entry FROM audit_seal ORDER BY seal_id DESC LIMIT 1")
+    head = _rows("SELECT coalesce(max(entry_id), 0) FROM audit_entry")[0][0]
+    verified = _rows("SELECT occurred_at, outcome FROM audit_entry WHERE operation = 'audit.verify'"
+                     " ORDER BY entry_id DESC LIMIT 1")
+    now = timezone.now()
+    seal_id, sealed_at, to_entry = last[0] if last else (None, None, 0)
+    return {
+        "seal_id": seal_id, "sealed_at": sealed_at, "unsealed": max(0, head - (to_entry or 0)),
+        "seal_age_seconds": (now - sealed_at).total_seconds() if sealed_at else None,
+        "seal_age": console_selectors.age(sealed_at, now) if sealed_at else "never",
+        "verified_at": verified[0][0] if verified else None,
+        "verified_age": console_selectors.age(verified[0][0], now) if verified else "never",
+    }
+
+
+def embedding_coverage(*, project=None):
+    """Passages with an embedding / all passages, per project, once the passages app's models exist
+    (issue 11); None while they do not, so the dashboard shows no tile."""
+    try:
+        passage = apps.get_model("memory", "Passage")
+    except LookupError:
+        return None
+    embedded_field = next((f.name for f in passage._meta.get_fields() if f.name in ("embedding", "vector")), None)
+    rows = passage.objects.all()
+    if project:
+        rows = rows.filter(project=project)
+    total = rows.count()
+    embedded = rows.filter(**{f"{embedded_field}__isnull": False}).count() if embedded_field else None
+    return {"total": total, "embedded": embedded}
+
+
+def day_labels(days):
+    return [d.strftime("%d %b") if isinstance(d, date) else str(d) for d in days]
