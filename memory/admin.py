@@ -40,6 +40,20 @@ from .models import (
 )
 
 OBSERVATION_SEARCH_RE = re.compile(r"^\s*([a-z][a-z0-9_]{0,62})\s*[#:/ ]\s*(\d{1,19})\s*$")
+SEARCH_KEYS = ("subject", "predicate")
+TEXT_SEARCH_MAX = 200
+
+
+def parse_search(term):
+    """A search box's words: `subject:S` and `predicate:P` pick exact values, the rest is text to find."""
+    picked, words = {}, []
+    for word in term.split():
+        key, sep, value = word.partition(":")
+        if sep and key in SEARCH_KEYS and value:
+            picked[key] = value
+        else:
+            words.append(word)
+    return picked, " ".join(words)[:TEXT_SEARCH_MAX]
 
 
 def link(model, pk, text):
@@ -239,10 +253,39 @@ class ParkedTurnAdmin(ObservationSearchAdmin):
 class TurnMessageAdmin(ContentGatedAdmin):
     list_op = detail_op = "console.read"
     exact_uuid_field = "chunk_id"
-    search_help_text = "Exact chunk id."
-    list_display = ("id", "observation_link", "ordinal", "group_ordinal", "role", "occurred_at", "chunk_id")
+    search_help_text = ("A chunk id; or words found in the message (needs the content permission); narrow with "
+                        "subject:ID.")
+    list_display = ("id", "observation_link", "ordinal", "group_ordinal", "role", "subject_id", "occurred_at",
+                    "chunk_id", "content_preview")
+    list_select_related = ("observation",)
     ordering = ("-id",)
-    content_fields = ("message_content",)
+    content_fields = ("message_content", "subject_id", "content_preview")
+
+    def get_search_results(self, request, queryset, search_term):
+        value = exact_uuid(search_term) if search_term.strip() else None
+        if value is not None:
+            return queryset.filter(chunk_id=value), False
+        picked, text = parse_search(search_term)
+        if "predicate" in picked:
+            text = f"predicate:{picked['predicate']} {text}".strip()
+        if not can_view_content(request) and (text or "subject" in picked):
+            # Finding messages by their words or their subject reads content (console.md §1 rule 5).
+            self.message_user(request, "Searching messages by their words or subject needs the content "
+                                       "permission.", messages.WARNING)
+            return queryset.none(), False
+        if "subject" in picked:
+            queryset = queryset.filter(observation__data_subject_id=picked["subject"])
+        if text:
+            queryset = queryset.filter(content__icontains=text)
+        return queryset, False
+
+    @admin.display(description="subject")
+    def subject_id(self, obj):
+        return obj.observation.data_subject_id or "—"
+
+    @admin.display(description="content")
+    def content_preview(self, obj):
+        return obj.content if len(obj.content) <= 120 else obj.content[:119] + "…"
     fields = ("id", "observation_link", "ordinal", "group_ordinal", "role", "occurred_at", "chunk_id",
               "byte_length", "message_content")
     readonly_fields = fields
@@ -285,8 +328,10 @@ def _entity_name(entity):
 class FactAdmin(ContentGatedAdmin):
     list_op = detail_op = "console.read"
     exact_uuid_field = "fact_id"
-    search_help_text = "Exact fact id."
-    list_display = ("fact_id", "predicate", "subject_name", "object_name", "status", "source_role", "recorded_at")
+    search_help_text = ("A fact id; or words found in the statement; narrow with subject:ID and predicate:NAME "
+                        "(e.g. “predicate:lives_in Dublin”).")
+    list_display = ("fact_id", "predicate", "subject_name", "object_name", "statement", "status", "data_subject_id",
+                    "source_role", "recorded_at")
     list_filter = ("project", "predicate", "source_role", FactStatusFilter)
     list_select_related = ("subject_entity", "object_entity")
     raw_id_fields = ("project", "subject_entity", "object_entity", "superseded_by", "supersession_source")
@@ -300,6 +345,19 @@ class FactAdmin(ContentGatedAdmin):
 
     def get_queryset(self, request):
         return console_selectors.with_fact_status(super().get_queryset(request))
+
+    def get_search_results(self, request, queryset, search_term):
+        value = exact_uuid(search_term) if search_term.strip() else None
+        if value is not None:
+            return queryset.filter(fact_id=value), False
+        picked, text = parse_search(search_term)
+        if "subject" in picked:
+            queryset = queryset.filter(data_subject_id=picked["subject"])
+        if "predicate" in picked:
+            queryset = queryset.filter(predicate=picked["predicate"])
+        if text:
+            queryset = queryset.filter(statement__icontains=text)
+        return queryset, False
 
     @admin.display(description="subject")
     def subject_name(self, obj):
