@@ -21,9 +21,10 @@ MENUS = {
                  "Formation health", "Issue credential"},
     "compliance": {"Erasure requests", "Retention sweeps", "Audit entries", "Audit seals", "Data subjects",
                    "Rejected claims", "New erasure", "Export (subject access)", "Refusal summary",
-                   "Ledger activity", "Seal now", "Verify chain"},
+                   "Ledger activity", "Seal now", "Verify chain", "Subject at a glance"},
     "engineer": {"Observations", "Turn messages", "Facts", "Fact evidence", "Fact history", "Entities",
-                 "Rejected claims", "Memory feedback", "Segments", "Predicates", "Refusal summary"},
+                 "Rejected claims", "Memory feedback", "Segments", "Predicates", "Refusal summary",
+                 "Subject at a glance"},
 }
 
 ALLOWED_PAGES = {

@@ -3,14 +3,14 @@ fail (exit status 1) when the copy differs from what the code generates."""
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
 
 from api import openapi
+from governance.management.base import OperatorCommand, OperatorError
 
 CHECKED_IN = Path(settings.BASE_DIR) / "docs" / "openapi.json"
 
 
-class Command(BaseCommand):
+class Command(OperatorCommand):
     help = "Print, write (--write) or check (--check) the checked-in OpenAPI document docs/openapi.json."
 
     def add_arguments(self, parser):
@@ -18,15 +18,20 @@ class Command(BaseCommand):
         mode.add_argument("--write", action="store_true", help="refresh docs/openapi.json")
         mode.add_argument("--check", action="store_true", help="exit 1 when docs/openapi.json is stale")
 
-    def handle(self, *args, write=False, check=False, **options):
+    def run(self, *, write=False, check=False, **options):
         generated = openapi.render(openapi.build_document())
+        path = str(CHECKED_IN.relative_to(settings.BASE_DIR))
         if write:
             CHECKED_IN.write_bytes(generated)
-            self.stdout.write(f"wrote {CHECKED_IN.relative_to(settings.BASE_DIR)}")
-        elif check:
+            return {"written": path}, [f"wrote {path}"]
+        if check:
             if not CHECKED_IN.exists() or CHECKED_IN.read_bytes() != generated:
-                raise CommandError("docs/openapi.json is stale: run `manage.py memoir_openapi --write`",
-                                   returncode=1)
-            self.stdout.write("docs/openapi.json is current")
-        else:
-            self.stdout.write(generated.decode("utf-8"), ending="")
+                raise OperatorError("docs/openapi.json is stale: run `manage.py memoir_openapi --write`",
+                                    code="stale")
+            return {"current": path}, ["docs/openapi.json is current"]
+        if options.get("json"):
+            import json
+
+            return json.loads(generated), []
+        self.stdout.write(generated.decode("utf-8"), ending="")
+        return None, []

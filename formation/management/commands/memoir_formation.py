@@ -1,39 +1,40 @@
 """`memoir_formation drain|status|parked|unpark`: the formation driver from the shell."""
-from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from formation import driver
 from formation.kick import kick_drain
 from governance import audit
-from memory.errors import DomainError
+from governance.management.base import OperatorCommand, OperatorError, parse_uuid, require_project
 
 
-class Command(BaseCommand):
+class Command(OperatorCommand):
     help = "Drain formation synchronously, show its status, list and unpark parked turns."
 
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="action", required=True)
-        sub.add_parser("drain").add_argument("--project", required=True)
-        sub.add_parser("status")
-        parked = sub.add_parser("parked")
-        parked.add_argument("--project", required=True)
-        parked.add_argument("--after", type=int, default=-1)
-        parked.add_argument("--limit", type=int, default=50)
-        unpark = sub.add_parser("unpark")
-        unpark.add_argument("--project", required=True)
-        unpark.add_argument("observation_id")
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{drain,status,parked,unpark}",
+                                    help="what to do")
+        sub.add_parser("drain", help="form the project's waiting turns now, in this process").add_argument(
+            "--project", required=True, help="the project's name")
+        sub.add_parser("status", help="stored, formed, parked and backlog for every project")
+        parked = sub.add_parser("parked", help="list the project's parked turns")
+        parked.add_argument("--project", required=True, help="the project's name")
+        parked.add_argument("--after", type=int, default=-1, help="only turns after this log offset")
+        parked.add_argument("--limit", type=int, default=50, help="1..200 turns (default: %(default)s)")
+        unpark = sub.add_parser("unpark", help="put a parked turn back in the queue")
+        unpark.add_argument("--project", required=True, help="the project's name")
+        unpark.add_argument("observation_id", help="the parked turn's observation id (a UUID)")
 
-    def handle(self, *args, action, **options):
-        try:
-            getattr(self, f"do_{action}")(**options)
-        except DomainError as err:
-            raise CommandError(err.message or err.code) from None
+    def run(self, *, action, **options):
+        return getattr(self, f"do_{action}")(**options)
 
     def do_drain(self, project, **_):
+        require_project(project)
         # No ledger row of its own (api.md §9).
         stats = driver.drain(project)
-        self.stdout.write(f"formed {stats.turns_formed} turns ({stats.facts} facts, {stats.refusals} refusals),"
-                          f" failed {stats.turns_failed}, parked {stats.turns_parked}")
+        result = {"formed": stats.turns_formed, "facts": stats.facts, "refusals": stats.refusals,
+                  "failed": stats.turns_failed, "parked": stats.turns_parked}
+        return result, [f"formed {stats.turns_formed} turns ({stats.facts} facts, {stats.refusals} refusals),"
+                        f" failed {stats.turns_failed}, parked {stats.turns_parked}"]
 
     def do_status(self, **_):
         with connection.cursor() as cursor:
@@ -45,12 +46,13 @@ class Command(BaseCommand):
                 " FROM project p LEFT JOIN watermark w ON w.scope = p.name ORDER BY p.name")
             rows = cursor.fetchall()
         audit.record("formation.status", audit.CLI_PRINCIPAL, "operator", "", len(rows))
-        for name, stored, formed, parked, backlog in rows:
-            self.stdout.write(f"{name}\tstored={stored}\tformed={formed}\tparked={parked}\tbacklog={backlog}")
+        result = [{"project": n, "stored": s, "formed": f, "parked": p, "backlog": b} for n, s, f, p, b in rows]
+        return result, [f"{n}\tstored={s}\tformed={f}\tparked={p}\tbacklog={b}" for n, s, f, p, b in rows]
 
     def do_parked(self, project, after, limit, **_):
         if not 1 <= limit <= 200:
-            raise CommandError("--limit is 1..200")
+            raise OperatorError("--limit is 1..200")
+        require_project(project)
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT observation_id, log_offset, formation_attempts, parked_at, formation_error FROM observation"
@@ -58,10 +60,13 @@ class Command(BaseCommand):
                 [project, after, limit])
             rows = cursor.fetchall()
         audit.record("formation.parked", audit.CLI_PRINCIPAL, "operator", project, len(rows))
-        for oid, offset, attempts, parked_at, error in rows:
-            self.stdout.write(f"{offset}\t{oid}\tattempts={attempts}\tparked_at={parked_at.isoformat()}\t{error}")
+        result = [{"observation_id": str(o), "log_offset": off, "attempts": a, "parked_at": p, "reason": e}
+                  for o, off, a, p, e in rows]
+        return result, [f"{off}\t{o}\tattempts={a}\tparked_at={p.isoformat()}\t{e}" for o, off, a, p, e in rows]
 
     def do_unpark(self, project, observation_id, **_):
+        require_project(project)
+        observation_id = parse_uuid(observation_id, "observation id")
         driver.unpark(project=project, observation_id=observation_id, principal=audit.CLI_PRINCIPAL,
                       kick=kick_drain)
-        self.stdout.write(f"unparked {observation_id}")
+        return {"observation_id": observation_id, "unparked": True}, [f"unparked {observation_id}"]

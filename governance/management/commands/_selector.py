@@ -1,13 +1,13 @@
 """Shared argument handling for the erasure, export and listing commands (not a command itself)."""
 import sys
 
-from django.core.management.base import CommandError
-
 from governance import audit
+from governance.management.base import OperatorError, unknown_project
+from governance.management.base import require_project as project_exists
 
 
 def add_selector_arguments(parser):
-    parser.add_argument("--project", required=True)
+    parser.add_argument("--project", required=True, help="the project's name")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--subject", help="the data_subject_id to select")
     group.add_argument("--sources", metavar="FILE", help="a file of observation UUIDs, one per line ('-' reads stdin)")
@@ -20,7 +20,7 @@ def read_sources(path):
     try:
         handle = sys.stdin if path == "-" else open(path, encoding="utf-8")
     except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+        raise OperatorError(f"cannot read {path}: {exc.strerror}", code="unreadable_file") from None
     with handle:
         return [line.strip() for line in handle if line.strip()]
 
@@ -28,18 +28,16 @@ def read_sources(path):
 def refuse(op, project, err):
     """A refused CLI attempt leaves its ledger row, then fails the command."""
     audit.record_best_effort(op, audit.CLI_PRINCIPAL, "operator", project if err.status != 404 else "", 0, "refused")
-    raise CommandError(err.message or err.code)
+    raise OperatorError(err.message or err.code, code=err.code)
 
 
 def require_project(op, project):
     """The named project must exist; otherwise the attempt is refused (and ledgered) like any other."""
-    from governance import erasure
-    from memory.errors import DomainError
-
     try:
-        erasure.require_project(project)
-    except DomainError as err:
-        refuse(op, project, err)
+        project_exists(project)
+    except OperatorError:
+        audit.record_best_effort(op, audit.CLI_PRINCIPAL, "operator", "", 0, "refused")
+        raise unknown_project(project) from None
 
 
 def parse_limit(value):
@@ -47,5 +45,5 @@ def parse_limit(value):
     if value is None or value == 0:
         return 100
     if not 0 <= value <= 500:
-        raise CommandError("--limit is 0..500 (0 means 100)")
+        raise OperatorError("--limit is 0..500 (0 means 100)")
     return value

@@ -1,46 +1,52 @@
 """`memoir_credential issue|list|revoke`: project tokens from the shell. A token is printed once."""
-from django.core.management.base import BaseCommand, CommandError
-
 from governance import audit, selectors, services
-from memory.errors import DomainError
+from governance.management.base import OperatorCommand, parse_uuid, require_project
 
 
-class Command(BaseCommand):
+class Command(OperatorCommand):
     help = "Issue (token printed once), list and revoke project credentials."
 
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="action", required=True)
-        issue = sub.add_parser("issue")
-        issue.add_argument("name")
-        issue.add_argument("--project", required=True)
-        issue.add_argument("--read-only", action="store_true")
-        listing = sub.add_parser("list")
-        listing.add_argument("--project", required=True)
-        sub.add_parser("revoke").add_argument("credential_id")
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{issue,list,revoke}",
+                                    help="issue a token, list a project's credentials, or revoke one")
+        issue = sub.add_parser("issue", help="issue a credential; its token is printed once on stdout")
+        issue.add_argument("name", help="a name for the credential (e.g. the agent using it)")
+        issue.add_argument("--project", required=True, help="the project's name")
+        issue.add_argument("--read-only", action="store_true", help="issue a read_only credential")
+        listing = sub.add_parser("list", help="list a project's credentials (never their tokens)")
+        listing.add_argument("--project", required=True, help="the project's name")
+        sub.add_parser("revoke", help="revoke a credential at once; this cannot be undone").add_argument(
+            "credential_id", help="the credential's id (a UUID, as `list` shows)")
 
-    def handle(self, *args, action, **options):
-        try:
-            getattr(self, f"do_{action}")(**options)
-        except DomainError as err:
-            raise CommandError(err.message or err.code) from None
+    def run(self, *, action, **options):
+        return getattr(self, f"do_{action}")(**options)
 
     def do_issue(self, name, project, read_only=False, **_):
+        require_project(project)
         credential, token = services.issue_credential(
             project=project, name=name, access="read_only" if read_only else "read_write",
             principal=audit.CLI_PRINCIPAL)
         self.stderr.write(f"credential {credential.credential_id} ({credential.access}) for {project};"
                           " the token below is shown once and cannot be shown again:")
-        self.stdout.write(token)
+        return ({"credential_id": str(credential.credential_id), "project": project, "access": credential.access,
+                 "token": token}, [token])
 
     def do_list(self, project, **_):
+        require_project(project)
         credentials = selectors.list_credentials(project=project)
         audit.record("credential.list", audit.CLI_PRINCIPAL, "operator", project, len(credentials))
+        rows, lines = [], []
         for c in credentials:
+            rows.append({"credential_id": str(c.credential_id), "name": c.name, "access": c.access,
+                         "token_prefix": c.token_prefix, "created_at": c.created_at, "revoked_at": c.revoked_at,
+                         "last_used_at": c.last_used_at})
             revoked = c.revoked_at.isoformat() if c.revoked_at else "-"
             last = c.last_used_at.isoformat() if c.last_used_at else "-"
-            self.stdout.write(f"{c.credential_id}\t{c.name}\t{c.access}\t{c.token_prefix}\t"
-                              f"{c.created_at.isoformat()}\trevoked={revoked}\tlast_used={last}")
+            lines.append(f"{c.credential_id}\t{c.name}\t{c.access}\t{c.token_prefix}\t"
+                         f"{c.created_at.isoformat()}\trevoked={revoked}\tlast_used={last}")
+        return rows, lines
 
     def do_revoke(self, credential_id, **_):
+        credential_id = parse_uuid(credential_id, "credential id")
         services.revoke_credential(credential_id=credential_id, principal=audit.CLI_PRINCIPAL)
-        self.stdout.write(f"revoked {credential_id}")
+        return {"credential_id": credential_id, "revoked": True}, [f"revoked {credential_id}"]

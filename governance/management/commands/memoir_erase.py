@@ -1,27 +1,31 @@
 """`memoir_erase --project P (--subject S | --sources FILE)`: erase a data subject or sources and print the receipt."""
 import json
 
-from django.core.management.base import BaseCommand, CommandError
-
 from governance import audit, erasure
+from governance.management.base import OperatorCommand, OperatorError, parse_uuid
 from memory.errors import DomainError
 
-from ._selector import add_selector_arguments, read_sources, refuse
+from ._selector import add_selector_arguments, read_sources, refuse, require_project
 
 
-class Command(BaseCommand):
+class Command(OperatorCommand):
     help = "Erase a data subject (or a list of source observations) and print the erasure receipt as JSON."
 
     def add_arguments(self, parser):
         add_selector_arguments(parser)
-        parser.add_argument("--reason", default="")
+        parser.add_argument("--reason", default="", help="why (kept on the receipt, never in the ledger)")
 
-    def handle(self, *args, project, subject=None, sources=None, reason="", **options):
+    def run(self, *, project, subject=None, sources=None, reason="", **options):
+        require_project("erase", project)
+        ids = read_sources(sources)
+        if ids is not None:
+            ids = [parse_uuid(value, "observation id") for value in ids]
         try:
-            receipt = erasure.erase(project=project, data_subject_id=subject, source_observation_ids=read_sources(sources),
+            receipt = erasure.erase(project=project, data_subject_id=subject, source_observation_ids=ids,
                                     reason=reason, principal=audit.CLI_PRINCIPAL, principal_kind="operator")
         except DomainError as err:
             refuse("erase", project, err)
-        self.stdout.write(json.dumps(receipt, indent=2, ensure_ascii=False))
         if not receipt["clean"]:
-            raise CommandError("the erasure left residual rows; investigate before repeating it", returncode=1)
+            self.stdout.write(json.dumps(receipt, indent=2, ensure_ascii=False))
+            raise OperatorError("the erasure left residual rows; investigate before repeating it", code="residual")
+        return receipt, [json.dumps(receipt, indent=2, ensure_ascii=False)]

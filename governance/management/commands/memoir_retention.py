@@ -1,20 +1,22 @@
 """`memoir_retention sweep [--project P]`: run one retention pass now (its ledger rows are the system's)."""
 import json
 
-from django.core.management.base import BaseCommand
-
 from governance import retention
+from governance.management.base import OperatorCommand, require_project
 
 
-class Command(BaseCommand):
+class Command(OperatorCommand):
     help = "Run one retention sweep: delete due observations and expired subjects, writing sweep receipts."
 
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="action", required=True)
-        sub.add_parser("sweep").add_argument("--project", help="sweep only this project")
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{sweep}", help="sweep: one pass now")
+        sub.add_parser("sweep", help="delete what is due now").add_argument(
+            "--project", help="sweep only this project (default: every project)")
 
-    def handle(self, *args, action, project=None, **options):
+    def run(self, *, action, project=None, **options):
+        if project is not None:
+            require_project(project)
         touched = retention.sweep(project=project)
-        for summary in touched:
-            self.stdout.write(json.dumps(summary))
-        self.stdout.write(f"swept {len(touched)} projects, {sum(t['observations'] for t in touched)} observations")
+        lines = [json.dumps(summary) for summary in touched]
+        lines.append(f"swept {len(touched)} projects, {sum(t['observations'] for t in touched)} observations")
+        return touched, lines

@@ -1,0 +1,11 @@
+"""`memoir_version`: print the running Memoir version (the one the console and /v1/schema show)."""
+from config import __version__
+from governance.management.base import OperatorCommand
+
+
+class Command(OperatorCommand):
+    help = "Print Memoir's version."
+    requires_system_checks = []
+
+    def run(self, **options):
+        return {"version": __version__}, [__version__]
