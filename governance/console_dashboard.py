@@ -12,6 +12,7 @@ from . import svg_charts
 from .models import Project
 
 ACTIVITY_OPS = ("observe", "recall", "erase", "export")
+TABLE_ROWS = 25
 
 
 def _url(name, **query):
@@ -56,6 +57,7 @@ def dashboard(request):
                         parked_url=_url("memory_parkedturn_changelist", project__name__exact=r["name"]))
         chart_rows = [(r["name"], r["backlog"],
                        row(r["name"]).get("backlog_url"), 0) for r in formation if r["backlog"] or project][:20]
+        instance = ds.instance_state()
         ctx["sections"].append({
             "key": "formation", "title": "Formation",
             "tiles": [
@@ -66,9 +68,15 @@ def dashboard(request):
                  "url": _url("console_formation_health"), "warn": bool(worst and worst["lag_seconds"] > 300)},
                 {"key": "parked", "label": "parked turns", "value": parked,
                  "url": _url("memory_parkedturn_changelist", project__name__exact=project), "warn": parked > 0},
+                {"key": "heartbeat", "label": "last formation sweep",
+                 "value": f"{instance['last_pass_age']} ago" if instance["last_pass_at"] else "never",
+                 "url": _url("console_formation_health"), "warn": instance["stale"], "small": True},
+                {"key": "budget", "label": "ingestion budget (pending / max)",
+                 "value": f"{instance['pending']} / {instance['max_pending'] or '—'}",
+                 "url": _url("console_formation_health"), "small": True},
             ],
             "charts": [{"key": "backlog-chart", "title": "Backlog by project",
-                        "svg": svg_charts.hbars(rows=chart_rows, title="Backlog by project", unit=" turns")}],
+                        "svg": svg_charts.hbars(rows=chart_rows, title="Backlog by project", unit=" waiting")}],
         })
 
     if _can(request, "governance.view_refusal_summary"):
@@ -94,8 +102,20 @@ def dashboard(request):
             "charts": [{"key": "refusals-chart", "title": f"Refusals per day by reason (last {ds.CHART_DAYS} days, UTC)",
                         "svg": svg_charts.stacked_days(labels=ds.day_labels(by_day["days"]), series=series,
                                                        links=links, title="Refusals per day by reason"),
-                        "legend": svg_charts.legend(list(REFUSAL_REASONS), links) if present else None}],
+                        "legend": svg_charts.legend(list(REFUSAL_REASONS), links, only=present) if present else None}],
         })
+
+    if _can(request, "governance.view_project"):
+        instance = ds.instance_state()
+        tiles = [{"key": "projects", "label": "projects", "value": instance["projects"],
+                  "url": _url("governance_project_changelist")},
+                 {"key": "suspended", "label": "suspended", "value": instance["suspended"],
+                  "url": _url("governance_project_changelist"), "warn": instance["suspended"] > 0}]
+        if _can(request, "governance.view_credential"):
+            tiles.append({"key": "credentials", "label": "live credentials", "value": instance["live_credentials"],
+                          "url": _url("governance_credential_changelist", state="live")})
+        ctx["sections"].append({"key": "instance", "title": "Projects and credentials", "tiles": tiles,
+                                "charts": [], "overall": True})
 
     compliance_tiles, compliance_charts = [], []
     if _can(request, "governance.view_erasurerequest"):
@@ -178,6 +198,10 @@ def dashboard(request):
     if not project and columns:
         for name in ctx["projects"]:
             row(name)
-        ctx["table"] = {"columns": columns, "rows": [per_project[n] for n in sorted(per_project)][:200]}
+        def activity(r):
+            return tuple(-(r.get(c) or 0) for c in ("parked", "backlog", "refusals", "erasures", "exports"))
+
+        ranked = sorted(per_project.values(), key=lambda r: (activity(r), r["name"]))
+        ctx["table"] = {"columns": columns, "rows": ranked[:TABLE_ROWS], "more": max(0, len(ranked) - TABLE_ROWS)}
     return ctx
 

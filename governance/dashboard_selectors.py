@@ -39,6 +39,23 @@ def formation_by_project(*, project=None):
     return out
 
 
+def instance_state():
+    """The formation heartbeat, the instance-wide ingestion budget, and projects and live credentials."""
+    beat = _rows("SELECT last_pass_at FROM formation_heartbeat WHERE id = 1")
+    budget = _rows("SELECT pending, max_pending FROM ingestion_budget LIMIT 1")
+    counts = _rows("SELECT (SELECT count(*) FROM project), (SELECT count(*) FROM project WHERE suspended_at IS NOT NULL),"
+                   " (SELECT count(*) FROM credential WHERE revoked_at IS NULL)")[0]
+    now = timezone.now()
+    last_pass = beat[0][0] if beat else None
+    return {
+        "last_pass_at": last_pass,
+        "last_pass_age": console_selectors.age(last_pass, now) if last_pass else "never",
+        "stale": last_pass is None or (now - last_pass).total_seconds() > console_selectors.HEARTBEAT_STALE_SECONDS,
+        "pending": budget[0][0] if budget else 0, "max_pending": budget[0][1] if budget else None,
+        "projects": counts[0], "suspended": counts[1], "live_credentials": counts[2],
+    }
+
+
 def refusals_by_day(*, days=CHART_DAYS, project=None):
     """Refusal counts per UTC day and reason over the last `days` days: {"days": [date], "series": {reason:
     [count per day]}, "totals": {reason: count}}; every reason of the closed set is present."""

@@ -27,10 +27,12 @@ def stacked_days(*, labels, series, links=None, title, width=640, height=220, cs
              f'viewBox="0 0 {width} {height}" width="100%" preserveAspectRatio="xMidYMid meet">'
              f"<title>{escape(title)}</title>"]
     for frac in (0, 0.5, 1):
+        if frac == 0.5 and top % 2:
+            continue  # no gridline at a fractional count
         y = top_pad + plot_h * (1 - frac)
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
                      f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end" fill="#666">'
-                     f"{round(top * frac)}</text>")
+                     f"{int(top * frac)}</text>")
     for i, label in enumerate(labels):
         x = left + i * step + (step - bar_w) / 2
         y = top_pad + plot_h
@@ -83,11 +85,14 @@ def hbars(*, rows, title, width=640, bar_height=18, css_class="chart", unit=""):
     return mark_safe("".join(parts))
 
 
-def legend(names, links=None):
-    """An HTML legend for a chart's series (colours as in stacked_days, which keeps the series order)."""
+def legend(names, links=None, only=None):
+    """An HTML legend for a chart's series (colours as in stacked_days, which keeps the series order);
+    `only` limits it to the series present."""
     links = links or {}
     items = []
     for i, name in enumerate(names):
+        if only is not None and name not in only:
+            continue
         swatch = f'<span class="swatch" style="background:{color(i)}"></span>'
         text = escape(name)
         items.append(f'<li>{swatch}<a href="{escape(links[name])}">{text}</a></li>' if name in links

@@ -35,9 +35,9 @@ def _seed_subject(committed, live_server_url, project, token, subject):
 
 # Sections of the home page per group: (sections present, sections absent).
 SECTIONS = {
-    "operator": ({"formation"}, {"refusals", "compliance", "ledger"}),
-    "compliance": ({"refusals", "compliance", "ledger"}, {"formation"}),
-    "engineer": ({"refusals"}, {"formation", "compliance", "ledger"}),
+    "operator": ({"formation", "instance"}, {"refusals", "compliance", "ledger"}),
+    "compliance": ({"refusals", "compliance", "ledger"}, {"formation", "instance"}),
+    "engineer": ({"refusals"}, {"formation", "compliance", "ledger", "instance"}),
 }
 
 
@@ -51,7 +51,7 @@ def test_dashboard_shows_each_group_only_its_tiles_with_charts_and_links(console
     page = console(role)
     page.goto("/console/?project=" + name)
     present = {s.get_attribute("id").removeprefix("dash-") for s in page.locator("section.dash-section").all()}
-    expected, absent = SECTIONS.get(role, ({"formation", "refusals", "compliance", "ledger"}, set()))
+    expected, absent = SECTIONS.get(role, ({"formation", "instance", "refusals", "compliance", "ledger"}, set()))
     assert expected <= present and not (absent & present), (role, present)
     assert page.locator("#content-main th[scope=row] a").count() > 0  # the page list is still below
 
@@ -62,6 +62,11 @@ def test_dashboard_shows_each_group_only_its_tiles_with_charts_and_links(console
         parked = page.locator('[data-tile="parked"] a.value')
         query = parse_qs(urlparse(parked.get_attribute("href")).query)
         assert query == {"project__name__exact": [name]}
+        assert page.locator('[data-tile="heartbeat"]').count() == 1
+    if "instance" in present:
+        credentials = page.locator('[data-tile="credentials"] a.value')
+        assert int(credentials.inner_text()) >= 1
+        assert parse_qs(urlparse(credentials.get_attribute("href")).query) == {"state": ["live"]}
     if "refusals" in present:
         assert page.locator('[data-tile="refusals"] .value').inner_text() == "1"
         bars = page.locator('#refusals-chart svg rect.bar[data-series="not_current"]')
@@ -78,8 +83,11 @@ def test_dashboard_shows_each_group_only_its_tiles_with_charts_and_links(console
     if "ledger" in present:
         assert page.locator('[data-tile="seal"]').count() == 1
     assert "Memoir 0." in page.locator("#memoir-version").inner_text()
-    page.goto("/console/")
     docs_screenshot(page, f"dashboard-{role}")
+    if role == "superuser":
+        page.goto("/console/")  # overall: every project, the most active in the table
+        assert page.locator(f'#dash-projects tr[data-project="{name}"]').count() in (0, 1)
+        docs_screenshot(page, "dashboard-overall")
 
 
 def test_subject_page_then_erasure_from_it(console, committed, live_server_url, project):
