@@ -711,8 +711,18 @@ def document_bytes():
         return _cached["bytes"]
 
 
-# GET /v1/docs: Swagger UI over /v1/schema, its assets served locally (drf-spectacular-sidecar).
-docs_view = SpectacularSwaggerView.as_view(url="/v1/schema", title="Memoir v1 API")
+_swagger_ui = SpectacularSwaggerView.as_view(url="/v1/schema", title="Memoir v1 API")
+
+
+@csrf_exempt
+def docs_view(request):
+    """GET /v1/docs: Swagger UI over /v1/schema, its assets served locally (drf-spectacular-sidecar). A plain
+    function, like schema_view: it is public, takes no credential and writes no ledger row."""
+    if request.method not in ("GET", "HEAD"):
+        response = error_response(ApiError(405, "method_not_allowed"))
+        response["Allow"] = "GET"
+        return response
+    return _swagger_ui(request)
 
 
 @csrf_exempt

@@ -39,6 +39,5 @@ urlpatterns = [
     path("/erasures", views_governance.ErasuresView.as_view()),
     path("/exports", views_governance.ExportsView.as_view()),
     path("/schema", openapi.schema_view),
-    path("/docs", openapi.docs_view),
     re_path(r"^(?:/.*)?$", views.UnknownRouteView.as_view()),  # bare /v1 too
 ]

@@ -1,13 +1,15 @@
 """Top-level URLs: the /v1 API, health probes and the operator console."""
 from django.urls import include, path
 
-from api import fallback, health
+from api import fallback, health, openapi
 from config import metrics
 
 urlpatterns = [
     path("health", health.health),
     path("ready", health.ready),
     path("metrics", metrics.metrics_view),
+    # The API's documentation page, outside api.urls: it is no /v1 route (no credential, no ledger row).
+    path("v1/docs", openapi.docs_view),
     path("v1", include("api.urls")),
     path("", include("governance.console_urls")),
 ]

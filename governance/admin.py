@@ -4,6 +4,7 @@ Every mutation goes through a service with principal `user:<pk>`, kind `operator
 """
 import re
 import uuid
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
@@ -603,10 +604,16 @@ class AuditSealAdmin(ViewOnlyAdmin):
 @admin.register(DataSubject, site=site)
 class DataSubjectAdmin(ExactSearchAdmin):
     list_op = detail_op = "console.read"
-    list_display = ("subject_id", "project", "external_reference", "label", "created_at", "updated_at")
+    list_display = ("subject_id", "project", "external_reference", "label", "created_at", "updated_at", "glance")
     list_filter = ("project",)
     list_select_related = ("project",)
     search_help_text = "Exact subject id or external reference."
+
+    @admin.display(description="at a glance")
+    def glance(self, obj):
+        url = reverse(f"{self.admin_site.name}:console_subject") + "?" + urlencode(
+            {"project": obj.project_id, "subject": str(obj.subject_id)})
+        return format_html('<a href="{}">subject page</a>', url)
 
     def get_search_results(self, request, queryset, search_term):
         value = exact_uuid(search_term) if search_term.strip() else None

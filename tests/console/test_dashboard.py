@@ -8,6 +8,8 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 
+from tests.conftest import make_project
+
 from .conftest import ROOT, drain, ledger_mark, ledger_since, observe, submit
 
 pytestmark = [pytest.mark.live, pytest.mark.browser]
@@ -178,3 +180,27 @@ def test_text_search_in_facts_and_messages(console, committed, live_server_url, 
     page.goto("/console/memory/turnmessage/?q=subject%3Asearcher+Dublin")
     assert page.locator("#result_list tbody tr").count() == 1
     assert page.locator("#result_list .field-subject_id").inner_text() == "searcher"
+
+
+def test_a_registered_reference_finds_the_subject(console, committed, live_server_url, project):
+    name, token, _ = project
+    reference = "crm-" + uuid.uuid4().hex[:8]
+    registered = httpx.post(live_server_url + "/v1/subjects/register", headers={"Authorization": f"Bearer {token}"},
+                            json={"idempotency_key": str(uuid.uuid4()), "external_reference": reference,
+                                  "label": "Ada"}, timeout=30)
+    assert registered.status_code in (200, 201), registered.text
+    subject_id = registered.json()["id"]
+    observe(live_server_url, token, "I live in Dublin.", subject=subject_id)
+    drain(committed, name)
+
+    page = console("engineer")
+    for term in (reference, subject_id):
+        page.goto(f"/console/subject/?project={name}&subject={term}")
+        assert page.locator("#subject-identity code.subject-id").inner_text() == subject_id
+        assert reference in page.locator("#subject-identity").inner_text()
+        assert page.locator('#subject-counts a[data-count="facts"] b').inner_text() == "1"
+    # A foreign project's page knows nothing of it.
+    other, _, _ = make_project(committed)
+    page.goto(f"/console/subject/?project={other}&subject={reference}")
+    assert page.locator('#subject-counts a[data-count="facts"] b').inner_text() == "0"
+    assert "Not in the subject registry" in page.locator("#subject-identity").inner_text()
