@@ -74,7 +74,7 @@ CONSOLE_PAGES = (
     ("subject", "Subject at a glance", "console_subject", None),
 )
 
-# The subject page opens to anyone who may see one of its sections (console_subject.SECTION_PERMS).
+# The subject page opens to anyone who may see one of its sections (governance/console_subject.py).
 SUBJECT_PAGE_PERMS = ("memory.view_turnmessage", "memory.view_fact", "memory.view_rejectedclaim",
                       "governance.view_agentartifact", "governance.view_erasurerequest", "governance.view_datasubject")
 
