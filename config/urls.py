@@ -1,12 +1,13 @@
-"""Top-level URLs: the /v1 API, health probes and the operator console."""
+"""Top-level URLs: the /v1 API, the MCP endpoint, health probes and the operator console."""
 from django.urls import include, path
 
-from api import fallback, health
+from api import fallback, health, mcp
 
 urlpatterns = [
     path("health", health.health),
     path("ready", health.ready),
     path("v1", include("api.urls")),
+    path("mcp", mcp.endpoint),
     path("", include("governance.console_urls")),
 ]
 
