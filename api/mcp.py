@@ -147,7 +147,9 @@ def _answer(request_id, result):
 
 def _error(request_id, code, message, *, status=200):
     envelope = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
-    response = HttpResponse(_dump(envelope), status=status, content_type="application/json")
+    # Unset fields are left out but a null id is kept: JSON-RPC requires it when the id could not be read.
+    body = envelope.model_dump_json(by_alias=True, exclude_unset=True)
+    response = HttpResponse(body, status=status, content_type="application/json")
     response["Cache-Control"] = "no-store"
     return response
 
@@ -200,6 +202,10 @@ def _decode(raw):
     if not isinstance(value, dict):
         raise RpcError(types.INVALID_REQUEST, "one JSON-RPC message per request; batches are not served",
                        http_status=400)
+    # A present id must be a string or an integer (null only on an error response); otherwise the envelope
+    # would read as a notification and go unanswered.
+    if "id" in value and not _is_id(value["id"]) and not (value["id"] is None and "error" in value):
+        raise RpcError(types.INVALID_REQUEST, "invalid request", http_status=400)
     try:
         return types.jsonrpc_message_adapter.validate_python(value)
     except ValidationError:
@@ -210,6 +216,10 @@ def _refuse_constant(_name):
     raise ValueError("non-finite number")
 
 
+def _is_id(value):
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def _request_id(raw):
     """The id of a request whose envelope was refused, when it can be read; else null."""
     try:
@@ -217,7 +227,7 @@ def _request_id(raw):
     except (ValueError, RecursionError):
         return None
     request_id = value.get("id") if isinstance(value, dict) else None
-    return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
+    return request_id if _is_id(request_id) else None
 
 
 @csrf_exempt
