@@ -41,7 +41,7 @@ class NotificationDelivery(models.Model):
     parked_turns = models.IntegerField()
     occurred_at = models.DateTimeField()
     created_at = models.DateTimeField()
-    attempts = models.IntegerField(default=0)
+    attempts = models.IntegerField(default=0, db_default=0)
     next_attempt_at = models.DateTimeField()
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
