@@ -34,6 +34,7 @@ def test_deliveries_parked_first_and_retry(new_project):
     assert [line.split("\t")[:2] for line in lines] == [[parked, "parked"], [pending, "pending"]]
     assert "last_error=timeout" in lines[0]
     assert run("retry", parked, pending) == "1 parked deliveries queued again\n"
-    assert run("deliveries", "--project", project).splitlines()[0].split("\t")[:3] == [
-        parked, "pending", "formed_through=0"]
+    states = {line.split("\t")[0]: line.split("\t")[1:4] for line in run("deliveries", "--project", project).splitlines()}
+    assert states[parked] == ["pending", "formed_through=0", "attempts=0"]
+    assert states[pending] == ["pending", "formed_through=0", "attempts=7"]
     assert run("endpoints", "--project", project).startswith(endpoint["id"] + "\thttps://localhost:9/cli\t")
