@@ -73,7 +73,12 @@ def _send(client, url, delivery_id, body, secret):
     """(status or None, category or None, retryable)."""
     try:
         destinations.check(url)
-    except destinations.Refused:
+    except destinations.Refused as refused:
+        # A name that does not resolve right now may again soon; a listed-host or address rule is final.
+        if refused.reason == "does not resolve":
+            return None, "network error", True
+        if refused.reason == "private address":
+            return None, "address not permitted", False
         return None, "destination not permitted", False
     headers = {"Content-Type": "application/json", "Taisce-Delivery": delivery_id,
                "Taisce-Signature": signature(secret, int(time.time()), body), "User-Agent": "memoir-notify/1"}

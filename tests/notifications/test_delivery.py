@@ -146,6 +146,17 @@ def test_a_404_is_final(stack, committed):
     assert len(project.received()) == 1
 
 
+def test_a_redirect_is_final_and_not_followed(stack, committed):
+    project = Project(stack, committed)
+    stack.receiver.script(project.path, [307])
+    project.register()
+    project.observe("I live in Carlow.")
+    wait_for(lambda: project.deliveries() and project.deliveries()[0].get("parked_at"), 60, what="the parked row")
+    [row] = project.deliveries()
+    assert (row["attempts"], row["last_status"], row["last_error"]) == (1, 307, "redirect not followed")
+    assert len(project.received()) == 1
+
+
 def test_a_disabled_endpoint_gets_nothing_more(stack, committed):
     project = Project(stack, committed)
     endpoint = project.register()
