@@ -148,7 +148,7 @@ MEMOIR_ADMISSION_PER_CREDENTIAL = env.int("MEMOIR_ADMISSION_PER_CREDENTIAL", def
 MEMOIR_BUNDLE_CHARACTERS = env.int("MEMOIR_BUNDLE_CHARACTERS", default=16000)
 
 # Notifications (docs/webhooks.md): off unless the allowed destination hosts are listed.
-MEMOIR_NOTIFY_DESTINATIONS = env.list("MEMOIR_NOTIFY_DESTINATIONS", default=[])
+MEMOIR_NOTIFY_DESTINATIONS = [h.strip() for h in env.list("MEMOIR_NOTIFY_DESTINATIONS", default=[]) if h.strip()]
 # Key for the stored signing secrets; derived from DJANGO_SECRET_KEY when unset.
 MEMOIR_NOTIFY_KEY = env("MEMOIR_NOTIFY_KEY", default="")
 MEMOIR_NOTIFY_RETRY_BASE_SECONDS = env.float("MEMOIR_NOTIFY_RETRY_BASE_SECONDS", default=5.0)
