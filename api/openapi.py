@@ -295,6 +295,16 @@ EXPORT = obj(
      "sections": {"type": "object", "additionalProperties": array({"type": "object"})}, "rows": counts()},
     {"source_observation_ids": array(UUID)})
 
+_NOTIFICATION_ENDPOINT = {"id": UUID, "url": STRING, "created_at": TS}
+NOTIFICATION_ENDPOINT = obj(_NOTIFICATION_ENDPOINT, {"disabled_at": TS})
+NOTIFICATION_ENDPOINT_CREATED = obj({**_NOTIFICATION_ENDPOINT, "secret": STRING}, {"disabled_at": TS})
+NOTIFICATION_ENDPOINTS = obj({"endpoints": array(NOTIFICATION_ENDPOINT)})
+NOTIFICATION_DISABLED = obj({"disabled": {"type": "boolean", "enum": [True]}})
+NOTIFICATION_DELIVERIES = obj({"deliveries": array(obj(
+    {"id": UUID, "endpoint_id": UUID, "url": STRING, "formed_through": INTEGER, "stored_through": INTEGER,
+     "attempts": COUNT, "created_at": TS},
+    {"delivered_at": TS, "parked_at": TS, "last_status": INTEGER, "last_error": STRING}))})
+
 # Success bodies, by component name.
 BODIES = {
     "ObservationReceipt": OBSERVATION_RECEIPT,
@@ -324,6 +334,10 @@ BODIES = {
     "Deleted": DELETED,
     "Erasure": ERASURE,
     "Export": EXPORT,
+    "NotificationEndpointCreated": NOTIFICATION_ENDPOINT_CREATED,
+    "NotificationEndpoints": NOTIFICATION_ENDPOINTS,
+    "NotificationDisabled": NOTIFICATION_DISABLED,
+    "NotificationDeliveries": NOTIFICATION_DELIVERIES,
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -334,7 +348,7 @@ _STATUS_TEXT = {
     400: "The body or a field is not valid", 401: "No valid credential (one body for every cause)",
     403: "The credential is read_only", 404: "Unknown, another project's or erased", 405: "Wrong method",
     409: "Conflict", 413: "Too many evidence sources", 422: "Too large", 429: "Over a limit",
-    500: "Unexpected failure", 501: "Not implemented in v1", 503: "Unavailable",
+    500: "Unexpected failure", 501: "Not enabled on this deployment", 503: "Unavailable",
 }
 _RETRY_AFTER = {"Retry-After": {"description": "1, for rate_limited and no_database_capacity",
                                 "schema": {"type": "integer"}}}
@@ -536,9 +550,24 @@ ROUTES = {
         "source_observation_ids": {"maxItems": 10_000},
     }, errors={400: ["no_subject", "invalid_export"], 422: ["export_too_large"]}),
 }
-for _op in ("notification.register", "notification.list", "notification.disable", "notification.deliveries"):
-    ROUTES[_op] = Route("notifications", "Not implemented in v1 (the body is not read)", success=None,
-                        errors={501: ["notifications_unavailable"]})
+_NOTIFY_OFF = "With MEMOIR_NOTIFY_DESTINATIONS unset: 501 notifications_unavailable, the body unread."
+ROUTES.update({
+    "notification.register": Route("notifications", "Register an HTTPS endpoint; its secret is shown once",
+                                   body="NotificationEndpointCreated", description=_NOTIFY_OFF, rules={
+        "": {"required": ["url"]},
+        "url": text(2048, non_blank=True, description="https, an allowed host, no credentials, a public address"),
+    }, errors={400: ["invalid_destination"], 409: ["invalid_destination"], 501: ["notifications_unavailable"]}),
+    "notification.list": Route("notifications", "The project's endpoints, newest first", body="NotificationEndpoints",
+                               description=_NOTIFY_OFF, errors={501: ["notifications_unavailable"]}),
+    "notification.disable": Route("notifications", "Disable an endpoint", body="NotificationDisabled",
+                                  description=_NOTIFY_OFF, rules={"": {"required": ["id"]}},
+                                  errors={400: ["invalid_destination"], 404: ["not_found"],
+                                          501: ["notifications_unavailable"]}),
+    "notification.deliveries": Route("notifications", "Deliveries, newest first", body="NotificationDeliveries",
+                                     description=_NOTIFY_OFF, rules={
+        "limit": {"description": "0 or omitted means 20; clamped into [1, 100]"},
+    }, errors={501: ["notifications_unavailable"]}),
+})
 
 
 def _error_response(status, codes):

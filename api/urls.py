@@ -1,7 +1,16 @@
 """The /v1 URLconf: every route without a trailing slash."""
 from django.urls import path, re_path
 
-from . import openapi, views, views_governance, views_reads, views_recall, views_records, views_subjects
+from . import (
+    openapi,
+    views,
+    views_governance,
+    views_notifications,
+    views_reads,
+    views_recall,
+    views_records,
+    views_subjects,
+)
 
 urlpatterns = [
     path("/observations", views.ObservationsView.as_view()),
@@ -18,10 +27,10 @@ urlpatterns = [
     path("/artifacts/get", views_subjects.ArtifactsGetView.as_view()),
     path("/artifacts/list", views_subjects.ArtifactsListView.as_view()),
     path("/artifacts/delete", views_subjects.ArtifactsDeleteView.as_view()),
-    path("/notifications/endpoints/register", views_subjects.NotificationsRegisterView.as_view()),
-    path("/notifications/endpoints/list", views_subjects.NotificationsListView.as_view()),
-    path("/notifications/endpoints/disable", views_subjects.NotificationsDisableView.as_view()),
-    path("/notifications/deliveries/list", views_subjects.NotificationsDeliveriesView.as_view()),
+    path("/notifications/endpoints/register", views_notifications.NotificationsRegisterView.as_view()),
+    path("/notifications/endpoints/list", views_notifications.NotificationsListView.as_view()),
+    path("/notifications/endpoints/disable", views_notifications.NotificationsDisableView.as_view()),
+    path("/notifications/deliveries/list", views_notifications.NotificationsDeliveriesView.as_view()),
     path("/contexts", views_reads.ContextsView.as_view()),
     path("/citations/resolve", views_reads.CitationsView.as_view()),
     path("/messages/get", views_reads.MessagesView.as_view()),

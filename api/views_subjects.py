@@ -1,12 +1,11 @@
-"""The /v1 subjects, artifacts and notifications routes (api.md §7.7, §7.9): thin views over
-governance.subjects and governance.artifacts, and the four 501 notification routes."""
+"""The /v1 subjects and artifacts routes (api.md §7.7): thin views over
+governance.subjects and governance.artifacts (the notification routes live in api/views_notifications.py)."""
 import base64
 
 from governance import artifacts, subjects
 
 from .base import Result, V1View
 from .encoding import format_ts
-from .errors import ApiError
 from .jsonbody import INT, STR, UUID_STR, Obj
 
 
@@ -140,28 +139,3 @@ class ArtifactsDeleteView(V1View):
             project=caller.project, artifact_id=body.get("id"), expected_version=body.get("expected_version"),
             data_subject_id=body.get("data_subject_id"), principal=caller.credential_id)
         return Result({"deleted": True}, audited=True)
-
-
-class _NotificationsView(V1View):
-    """v1 delivers no notifications: 501 after authentication and the access check, body unread."""
-
-    reads_body = False
-
-    def handle(self, caller, body):
-        raise ApiError(501, "notifications_unavailable")
-
-
-class NotificationsRegisterView(_NotificationsView):
-    op = "notification.register"
-
-
-class NotificationsListView(_NotificationsView):
-    op = "notification.list"
-
-
-class NotificationsDisableView(_NotificationsView):
-    op = "notification.disable"
-
-
-class NotificationsDeliveriesView(_NotificationsView):
-    op = "notification.deliveries"

@@ -30,6 +30,11 @@ app.conf.beat_schedule = {
     },
     "retention-sweep": {"task": "governance.tasks.retention_sweep", "schedule": 3600.0, "options": {"expires": 3600}},
     "audit-seal": {"task": "governance.tasks.seal_audit", "schedule": 300.0, "options": {"expires": 300}},
+    "notification-deliveries": {
+        "task": "notifications.tasks.deliver",
+        "schedule": float(os.environ.get("MEMOIR_NOTIFY_INTERVAL", "5")),
+        "options": {"expires": 5},
+    },
 }
 app.autodiscover_tasks()
 

@@ -1,7 +1,7 @@
-"""Top-level URLs: the /v1 API, health probes and the operator console."""
+"""Top-level URLs: the /v1 API, the MCP endpoint, health probes and the operator console."""
 from django.urls import include, path
 
-from api import fallback, health, openapi
+from api import fallback, health, mcp, openapi
 from config import metrics
 
 urlpatterns = [
@@ -11,6 +11,7 @@ urlpatterns = [
     # The API's documentation page, outside api.urls: it is no /v1 route (no credential, no ledger row).
     path("v1/docs", openapi.docs_view),
     path("v1", include("api.urls")),
+    path("mcp", mcp.endpoint),
     path("", include("governance.console_urls")),
 ]
 

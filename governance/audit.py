@@ -20,6 +20,7 @@ OPERATIONS = (
     "subject.register", "subject.get", "subject.list", "subject.update",
     "entity.list", "entity.get", "entity.purge",
     "notification.register", "notification.list", "notification.disable", "notification.deliveries",
+    "notification.retry",
     "embedding.search", "entity_embedding.search", "report_embedding.search",
     "context.assemble", "retention.sweep", "refusal.summary", "erasure.list",
     "audit.seal", "audit.verify", "audit.activity",

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "memory",
     "formation",
     "api",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -154,6 +155,18 @@ MEMOIR_FORMATION_RUN_BUDGET = env.float("MEMOIR_FORMATION_RUN_BUDGET", default=3
 MEMOIR_ADMISSION_PER_PROJECT = env.int("MEMOIR_ADMISSION_PER_PROJECT", default=64)
 MEMOIR_ADMISSION_PER_CREDENTIAL = env.int("MEMOIR_ADMISSION_PER_CREDENTIAL", default=64)
 MEMOIR_BUNDLE_CHARACTERS = env.int("MEMOIR_BUNDLE_CHARACTERS", default=16000)
+
+# Notifications (docs/webhooks.md): off unless the allowed destination hosts are listed.
+MEMOIR_NOTIFY_DESTINATIONS = [h.strip() for h in env.list("MEMOIR_NOTIFY_DESTINATIONS", default=[]) if h.strip()]
+# Key for the stored signing secrets; derived from DJANGO_SECRET_KEY when unset.
+MEMOIR_NOTIFY_KEY = env("MEMOIR_NOTIFY_KEY", default="")
+MEMOIR_NOTIFY_RETRY_BASE_SECONDS = env.float("MEMOIR_NOTIFY_RETRY_BASE_SECONDS", default=5.0)
+MEMOIR_NOTIFY_TIMEOUT_SECONDS = env.float("MEMOIR_NOTIFY_TIMEOUT_SECONDS", default=10.0)
+MEMOIR_NOTIFY_LEASE_SECONDS = env.float("MEMOIR_NOTIFY_LEASE_SECONDS", default=60.0)
+MEMOIR_NOTIFY_INTERVAL = env.float("MEMOIR_NOTIFY_INTERVAL", default=5.0)
+# Test-only: permit loopback/private destinations and trust an extra CA. Production refuses both.
+MEMOIR_NOTIFY_ALLOW_PRIVATE = env.bool("MEMOIR_NOTIFY_ALLOW_PRIVATE", default=False)
+MEMOIR_NOTIFY_CA_BUNDLE = env("MEMOIR_NOTIFY_CA_BUNDLE", default="")
 
 # Text or one JSON object per line (MEMOIR_LOG_FORMAT); Celery's per-task lines stay quiet (config/logs.py).
 LOGGING = build_logging(fmt=env("MEMOIR_LOG_FORMAT", default="text"), level=env("MEMOIR_LOG_LEVEL", default="INFO"))

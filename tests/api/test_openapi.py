@@ -14,7 +14,7 @@ import pytest
 import schemathesis
 from django.conf import settings
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 from openapi_spec_validator import validate
 
 from api import openapi
@@ -331,6 +331,14 @@ def test_real_responses_conform_to_the_document(document, new_project):
     api.call("/passages/search", {"question": "Dublin"}, expect=503)
     api.call("/entities/candidates", {"question": "Dublin"}, expect=503)
     api.call("/notifications/endpoints/list", {}, expect=501)
+    with override_settings(MEMOIR_NOTIFY_DESTINATIONS=["localhost"], MEMOIR_NOTIFY_ALLOW_PRIVATE=True):
+        endpoint = api.call("/notifications/endpoints/register", {"url": "https://localhost:9/conformance"})
+        api.call("/notifications/endpoints/register", {"url": "https://localhost:9/conformance"}, expect=409)
+        api.call("/notifications/endpoints/register", {"url": "http://localhost:9/conformance"}, expect=400)
+        api.call("/notifications/endpoints/list", {})
+        api.call("/notifications/deliveries/list", {"limit": 5})
+        api.call("/notifications/endpoints/disable", {"id": endpoint["id"]})
+        api.call("/notifications/endpoints/disable", {"id": str(uuid.uuid4())}, expect=404)
     api.call("/exports", {"data_subject_id": subject})
     api.call("/exports", {"source_observation_ids": [turn["id"]]})
     receipt = api.call("/erasures", {"data_subject_id": subject, "reason": "conformance"})

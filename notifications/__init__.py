@@ -1,0 +1,1 @@
+"""Content-free webhooks: endpoints a project registers, and the outbox of deliveries telling them memory formed."""
