@@ -16,10 +16,12 @@ from collections import Counter, defaultdict
 from _common import BENCH_DIR, bench_url, ensure_bench_database, setup_django
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
+logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
 
 SET_PATH = BENCH_DIR / "data" / "retrieval_conversations.json"  # built by bench/_retrieval_set.py
 KS = (1, 5, 10)
-WAIT_SECONDS = float(os.environ.get("BENCH_RETRIEVAL_WAIT", "900"))
+WAIT_SECONDS = float(os.environ.get("BENCH_RETRIEVAL_WAIT", "900"))  # formation and passage coverage, in all
+STALL_SECONDS = float(os.environ.get("BENCH_RETRIEVAL_STALL", "180"))  # passage coverage not moving
 BM25_K1, BM25_B = 1.2, 0.75
 STOPWORDS = frozenset("""
 a about above after again against all also am an and any are aren't as at be because been before being below
@@ -80,7 +82,8 @@ class Vectors:
         self.vector = dict(zip(ids, matrix, strict=True))
 
     def encode(self, texts):
-        return self.model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+        return self.model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
+                                 show_progress_bar=False)
 
     def search(self, question_vector, ids, k):
         scored = sorted(((-float(self.vector[i] @ question_vector), n, i) for n, i in enumerate(ids)))
@@ -123,7 +126,9 @@ def wait_formed(client, deadline):
 
 
 def wait_passages(client, stored, deadline):
-    """None when the server has no passages (503); else the last coverage answer once it covers `stored`."""
+    """None when the server has no passages (503); else the coverage answer once it covers `stored`, or the
+    last one when coverage has not moved for STALL_SECONDS (e.g. `lexical_only`: no usable generation)."""
+    last, moved_at = object(), time.monotonic()
     while True:
         response = client.post("/v1/passages/search", json={"question": "coverage probe", "limit": 1})
         if response.status_code == 503:
@@ -133,9 +138,11 @@ def wait_passages(client, stored, deadline):
         covered = answer.get("covered_through_offset")
         if covered is not None and covered >= stored:
             return answer
-        if time.monotonic() > deadline:
-            print(f"  passages coverage {covered} < stored {stored} after waiting; measuring anyway"
-                  f" (build_state {answer.get('build_state')!r})")
+        if covered != last:
+            last, moved_at = covered, time.monotonic()
+        if time.monotonic() > deadline or time.monotonic() - moved_at > STALL_SECONDS:
+            print(f"  passages coverage {covered} < stored {stored}, build_state {answer.get('build_state')!r};"
+                  " measuring anyway")
             return answer
         time.sleep(2)
 
@@ -204,20 +211,23 @@ def run_server(data):
         with httpx.Client(base_url=web.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
             started = time.perf_counter()
             observation_of = load_set_through_api(client, data)
-            timings["observe"] = time.perf_counter() - started
+            timings["observe (one turn per message)"] = time.perf_counter() - started
             deadline = time.monotonic() + WAIT_SECONDS
+            step = time.perf_counter()
             fresh = wait_formed(client, deadline)
-            timings["formed"] = time.perf_counter() - started
+            timings["then formed"] = time.perf_counter() - step
+            step = time.perf_counter()
             coverage = wait_passages(client, fresh["stored"], deadline)
-            timings["passages covered"] = time.perf_counter() - started
+            timings["then passages covered"] = time.perf_counter() - step
             print(f"  project {project}: {len(observation_of)} turns stored through offset {fresh['stored']},"
                   f" formed {fresh['formed']}, parked {fresh['parked']}")
             print("  passages: " + ("unavailable (503)" if coverage is None else
                                     f"covered_through_offset {coverage.get('covered_through_offset')},"
-                                    f" build_state {coverage.get('build_state')!r}"))
+                                    f" build_state {coverage.get('build_state')!r},"
+                                    f" approximate {coverage.get('approximate')}"))
             queried = time.perf_counter()
             ranked = server_methods(client, data, observation_of, coverage)
-            timings["queries"] = time.perf_counter() - queried
+            timings[f"{3 * len(data['questions'])} queries"] = time.perf_counter() - queried
     finally:
         worker.stop()
         web.stop()
@@ -261,19 +271,21 @@ def baselines(data):
 
 
 def hit(items, answers, k):
-    return any(item in answers for item in items[:k])
+    """k None: anywhere in what the method returned."""
+    return any(item in answers for item in (items if k is None else items[:k]))
 
 
 def table(data, ranked):
     questions = data["questions"]
-    lines = [f"{'method':30s} {'hit@1':>6s} {'hit@5':>6s} {'hit@10':>6s} {'n':>5s}"]
+    lines = [f"{'method':30s} {'hit@1':>6s} {'hit@5':>6s} {'hit@10':>6s} {'any':>6s} {'items':>5s} {'n':>5s}"]
     for label, per_question in ranked.items():
         if isinstance(per_question, Unavailable):
-            lines.append(f"{label:30s} {'unavailable':>20s} {len(questions):>5d}")
+            lines.append(f"{label:30s} {'unavailable':>27s} {'':>5s} {len(questions):>5d}")
             continue
         rates = [sum(hit(per_question[q["id"]], set(q["answer_message_ids"]), k) for q in questions) / len(questions)
-                 for k in KS]
-        lines.append(f"{label:30s} " + " ".join(f"{r:6.3f}" for r in rates) + f" {len(questions):>5d}")
+                 for k in (*KS, None)]
+        items = sum(len(per_question[q["id"]]) for q in questions) / len(questions)
+        lines.append(f"{label:30s} " + " ".join(f"{r:6.3f}" for r in rates) + f" {items:5.1f} {len(questions):>5d}")
     return "\n".join(lines)
 
 
@@ -317,7 +329,8 @@ def main(argv=None):
     print(category_table(data, ranked))
     print()
     print("hit@k: an answer-bearing message among the first k distinct messages a method returns (recall: facts'"
-          " evidence messages, then passages' sources, in response order).")
+          " evidence messages, then passages' sources, in response order); any: anywhere in its answer;"
+          " items: distinct messages per answer (baselines stop at 10; BM25 returns only messages sharing a term).")
     print("timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items())
           + f"; total {time.perf_counter() - started:.1f}s")
     if args.json:
