@@ -112,3 +112,48 @@ def test_builder_reports_an_answer_not_spoken_by_the_person_asked_about():
     conversations, questions = module.parse(source)
     found = module.problems({"conversations": conversations, "questions": questions})
     assert "x1-q01: no answer message is spoken by a" in found
+
+
+# --- the scoring helpers of bench/retrieval.py ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def retrieval():
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location("retrieval_bench", BENCH / "retrieval.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = [p for p in sys.path if p != str(BENCH)]
+    return module
+
+
+def test_tokens_drop_stopwords_and_possessives(retrieval):
+    assert retrieval.tokens("What is Maya's dog called, and WHEN did she get him?") == ["maya", "dog", "called"]
+    assert retrieval.tokens("I\u2019ve moved to Leeds in 2024") == ["moved", "leeds", "2024"]
+
+
+def test_bm25_prefers_rare_terms_and_short_messages(retrieval):
+    index = retrieval.BM25([
+        ("long", "the dog barked at the postman and then the dog slept all afternoon in the sun by the door"),
+        ("short", "the dog slept"),
+        ("rare", "a greyhound slept"),
+        ("none", "we went to Porto"),
+    ])
+    assert index.search("greyhound", 10) == ["rare"]
+    assert index.search("dog slept", 2) == ["short", "long"]  # same terms: the shorter message first
+    assert "none" not in index.search("dog greyhound slept", 10)  # no shared term, no result
+
+
+def test_recall_items_are_distinct_messages_in_response_order(retrieval):
+    answer = {"facts": [{"evidence": {"observation_id": "o2"}}, {"evidence": {"observation_id": "o2"}},
+                        {"evidence": {"observation_id": "elsewhere"}}],
+              "passages": [{"source_id": "o1"}, {"source_id": "o2"}, {"source_id": "o3"}]}
+    message_of = {"o1": "m1", "o2": "m2", "o3": "m3"}
+    assert retrieval.recall_items(answer, message_of) == ["m2", "m1", "m3"]
+    assert retrieval.hit(["m2", "m1", "m3"], {"m1"}, 1) is False
+    assert retrieval.hit(["m2", "m1", "m3"], {"m1"}, 5) is True
+    assert retrieval.hit(["m2", "m1", "m3"], {"m3"}, None) is True
