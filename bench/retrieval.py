@@ -13,7 +13,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 
-from _common import BENCH_DIR, bench_url, ensure_bench_database, setup_django
+from _common import BENCH_DIR, bench_url, ensure_bench_database, setup_django, summary
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
@@ -167,12 +167,14 @@ def server_methods(client, data, observation_of, passages_ready):
     subject_of = {(c["id"], s["key"]): s["data_subject_id"] for c in data["conversations"] for s in c["speakers"]}
     ranked = {"recall (subject)": {}, "recall (no subject)": {}, "passages/search (subject)": {},
               "passages/search (no subject)": {}}
-    shapes = Counter()
+    shapes, seconds = Counter(), defaultdict(list)
     for question in data["questions"]:
         subject = subject_of[(question["conversation"], question["asked_about"])]
         for label, body in (("recall (subject)", {"question": question["question"], "data_subject_id": subject}),
                             ("recall (no subject)", {"question": question["question"]})):
+            sent = time.perf_counter()
             response = client.post("/v1/recalls", json=body)
+            seconds[label].append(time.perf_counter() - sent)
             response.raise_for_status()
             answer = response.json()
             shapes[label, "facts"] += len(answer["facts"])
@@ -183,7 +185,9 @@ def server_methods(client, data, observation_of, passages_ready):
             if passages_ready is None:
                 ranked[label] = Unavailable()
                 continue
+            sent = time.perf_counter()
             response = client.post("/v1/passages/search", json={"question": question["question"], "limit": 10, **body})
+            seconds[label].append(time.perf_counter() - sent)
             response.raise_for_status()
             ranked[label][question["id"]] = [
                 message_of[p["source_id"]] for p in response.json()["passages"] if p["source_id"] in message_of]
@@ -191,6 +195,9 @@ def server_methods(client, data, observation_of, passages_ready):
     for label in ("recall (subject)", "recall (no subject)"):
         print(f"  {label}: {shapes[label, 'facts'] / n:.1f} facts and {shapes[label, 'passages'] / n:.1f}"
               f" passages per answer on average")
+    for label, values in seconds.items():
+        print(f"  {label}: {summary(values)['p50_ms']:.0f} ms p50, {summary(values)['p95_ms']:.0f} ms p95 over HTTP,"
+              " one at a time (machine shared; not the speed benchmark)")
     return ranked
 
 
