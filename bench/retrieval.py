@@ -239,7 +239,8 @@ def run_server(data):
                                     f" approximate {coverage.get('approximate')}"))
             queried = time.perf_counter()
             ranked = server_methods(client, data, observation_of, coverage)
-            timings[f"{4 * len(data['questions'])} queries"] = time.perf_counter() - queried
+            queries = len(data["questions"]) * (2 if coverage is None else 4)
+            timings[f"{queries} queries"] = time.perf_counter() - queried
     finally:
         worker.stop()
         web.stop()
