@@ -136,7 +136,7 @@ def form_turn(project, observation_id, proposer, *, deadline=None, stats=None, m
         if deadline is not None and time.monotonic() > deadline:
             raise TurnFailure("formation exceeded its turn budget")
         try:
-            proposals = proposer.propose(Message(role=role, content=content), v.predicates)
+            proposals = proposer.propose(Message(role=role, content=content, occurred_at=occurred_at), v.predicates)
         except ProposerError as exc:
             raise TurnFailure(str(exc)) from None
         source = Source(project=project, observation_id=str(observation_id), ordinal=ordinal, role=role,
