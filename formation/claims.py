@@ -57,6 +57,9 @@ class Claim:
     quote: str
     byte_start: int
     byte_end: int
+    # From the message's time words (rules/v2): None = the message's occurred_at, and open.
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
 
 
 def lock_source(cursor, project, observation_id):
@@ -242,7 +245,7 @@ _INSERT_FACT = (
     "WITH t AS (SELECT coalesce(%s::timestamptz, clock_timestamp()) AS learned),"
     " f AS (INSERT INTO fact (fact_id, scope, subject_entity_id, object_entity_id, predicate, cardinality, statement,"
     "  valid, known, confidence, source_role, data_subject_id, recorded_at, retention_until, version)"
-    "  SELECT %s, %s, %s, %s, %s, %s, %s, tstzrange(%s, NULL), tstzrange(t.learned, NULL), %s, %s, %s, t.learned,"
+    "  SELECT %s, %s, %s, %s, %s, %s, %s, tstzrange(%s, %s::timestamptz), tstzrange(t.learned, NULL), %s, %s, %s, t.learned,"
     "  %s, gen_random_uuid() FROM t RETURNING fact_id),"
     " ev AS (INSERT INTO fact_evidence (scope, fact_id, source_observation_id, source_ordinal, quote, byte_start,"
     "  byte_end, extractor_version, authored_by) SELECT %s, f.fact_id, %s, %s, %s, %s, %s, %s, %s FROM f),"
@@ -294,16 +297,17 @@ def write_claim(cursor, *, source, claim, speaker_terms, authored_by=None, valid
     subject_entity, object_entity = _resolve_ends(
         cursor, source, [end(claim.subject, subject_is_speaker, claim.subject_type),
                          end(claim.object, object_is_speaker, claim.object_type)], registration)
-    valid_from = valid_from or source.occurred_at
+    valid_from = valid_from or claim.valid_from or source.occurred_at
     learned_at = known_from
-    if claim.cardinality == "one" and subject_entity is not None:
+    # A state stated as over supersedes nothing; the exclusion constraint refuses one that overlaps.
+    if claim.cardinality == "one" and subject_entity is not None and claim.valid_until is None:
         learned_at = _supersede(cursor, source, new_fact_id, subject_entity, claim.predicate, valid_from,
                                 known_from, registration)
     try:
         cursor.execute(_INSERT_FACT, [
             learned_at,
             str(new_fact_id), source.project, subject_entity, object_entity, claim.predicate, claim.cardinality,
-            claim.statement, valid_from, claim.confidence, source.role, source.data_subject_id, retention_until,
+            claim.statement, valid_from, claim.valid_until, claim.confidence, source.role, source.data_subject_id, retention_until,
             source.project, str(source.observation_id), source.ordinal, claim.quote, claim.byte_start,
             claim.byte_end, source.extractor_version, authored_by,
             source.project, str(source.observation_id), subject_id_text, retention_until,

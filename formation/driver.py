@@ -152,7 +152,7 @@ def form_turn(project, observation_id, proposer, *, deadline=None, stats=None, m
                     subject=proposal.subject, object=proposal.object, statement=proposal.statement,
                     confidence=verdict.confidence, subject_type=verdict.subject_type,
                     object_type=verdict.object_type, quote=verdict.quote, byte_start=verdict.byte_start,
-                    byte_end=verdict.byte_end)
+                    byte_end=verdict.byte_end, valid_from=proposal.valid_from, valid_until=proposal.valid_until)
                 outcome, value = assert_claim(source=source, claim=claim_, speaker_terms=v.speaker_terms)
                 if outcome == "gone":
                     return False

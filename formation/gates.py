@@ -86,7 +86,10 @@ def judge(
         return Refused(proposal, "unlocatable_quote")
     if proposal.polarity != "asserted":
         return Refused(proposal, "not_asserted")
-    if not (proposal.tense == "present" or (proposal.tense == "past" and spec.event)):
+    # A past state is admitted only when its proposer names its whole, closed valid range (rules/v2).
+    closed = proposal.valid_from is not None and proposal.valid_until is not None and (
+        proposal.valid_from < proposal.valid_until)
+    if not (proposal.tense == "present" or (proposal.tense == "past" and (spec.event or closed))):
         return Refused(proposal, "not_current")
     key = (spec.name, subject, normalize(proposal.object))
     if key in admitted:

@@ -94,6 +94,8 @@ _OBJECT_STOPS = frozenset({
     "lately", "now", "earlier", "already", "finally", "together", "too", "as", "after", "before", "during",
     "who", "which", "that", "where", "if", "than", "though", "although", "all", "every", "tomorrow", "soon",
     "in", "into", "over", "around", "about", "near", "named", "called", "just", "once", "twice", "here", "there",
+    "downtown", "originally", "two", "three", "four", "five", "six", "several", "few", "personally", "actually",
+    "honestly", "tonight", "everyday", "daily", "weekly", "online",
 })
 # A preposition the object keeps when a noun follows it ("portrait of my dog", "talk at a school" is cut).
 _KEEP_OF = frozenset({"of"})
@@ -263,7 +265,7 @@ _INTRODUCTION = re.compile(
 _HERE = re.compile(r"^(?P<name>[A-Z][a-z]+) here\b")
 # Capitalised words after "I'm" that are not names.
 _NOT_GIVEN_NAMES = frozenset("""
-sorry fine good great okay ok happy sad tired done sure glad back here home ready so just not always still
+same over right nobody everyone someone back sorry fine good great okay ok happy sad tired done sure glad back here home ready so just not always still
 also new american british canadian english irish scottish french german spanish italian mexican swedish
 chinese japanese korean indian african european asian australian gay trans bi straight single married in
 on out up down there excited exhausted well alright all very really never thinking busy free late early
@@ -368,7 +370,7 @@ def _hit_at(content, tokens, index, clause_end, regions, carried=None, lead_in=(
     hit = v1._Hit(subject=subject, person="first", predicate=match.pattern.predicate, kind=match.pattern.kind,
                   modifiers=match.modifiers, frame=frame, quote_start=start,
                   phrase_start=tokens[match.phrase].start, object_span=(after, found[0][1]), rest=found[1])
-    return hit, prefix
+    return hit, prefix, clause_end
 
 
 class RulesV2Proposer(v1.RulesProposer):
@@ -428,8 +430,7 @@ class RulesV2Proposer(v1.RulesProposer):
                 lead_in = []
                 previous = found[0] if found else None
                 if found is not None:
-                    proposals.extend(self._claims(found[0], found[1], content, kinds, occurred_at,
-                                                  (sentence_start, sentence_end)))
+                    proposals.extend(self._claims(*found, content, kinds, occurred_at))
             if not framed and not self._framed_sentence(content, sentence_tokens, sentence_start):
                 extra = self._sentence_claims(content, (sentence_start, sentence_end), kinds)
                 seen = {(p.predicate, p.object.lower()) for p in proposals[before:]}
@@ -459,15 +460,15 @@ class RulesV2Proposer(v1.RulesProposer):
                       frame=v1._Frame(previous.frame.polarity, previous.frame.reporter),
                       quote_start=clause[0].start, phrase_start=clause[match.phrase].start,
                       object_span=span, rest=found[1])
-        return hit, []
+        return hit, [], clause_end
 
-    def _claims(self, hit, prefix, content, kinds, occurred_at, sentence):
+    def _claims(self, hit, prefix, clause_end, content, kinds, occurred_at):
         polarity, tense, future = v1._modality(hit)
         cats = v1._categories(hit)
         predicate = "intends_to" if hit.kind == v1.PLAN else hit.predicate
-        obj_start, clause_end = hit.object_span
+        obj_start, obj_end = hit.object_span
         if hit.kind == v1.NAME:
-            words = _words(content[obj_start:clause_end], obj_start)
+            words = _words(content[obj_start:obj_end], obj_start)
             kept = []
             for word, ws, we in words:
                 if not content[ws].isupper() or word in v1._NOT_NAMES:
@@ -477,7 +478,7 @@ class RulesV2Proposer(v1.RulesProposer):
                 return []
             span = (kept[0][0], kept[-1][1])
         else:
-            span = _object(content, predicate, obj_start, clause_end)
+            span = _object(content, predicate, obj_start, obj_end)
         if span is None or not _acceptable(predicate, content, span):
             return []
         # Time words: anywhere in the clause after the subject, or before it in the sentence.
