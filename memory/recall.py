@@ -149,10 +149,30 @@ _ANCHOR_SUBJECT = (
 )
 
 
+# Named speakers (issue 12): a person's speaker entity is anchored by the name they gave ("My name is
+# Caroline", "I'm Caroline": a current has_name fact of that speaker) or by the label registered with their
+# data subject. The anchor shows the name, never the subject id.
+_ANCHOR_SPEAKER_NAMES = (
+    " UNION ALL"
+    " SELECT s.entity_id::text, o.canonical_name, s.entity_type, o.normalized_name FROM fact f"
+    " JOIN entity s ON s.entity_id = f.subject_entity_id AND s.identity_kind = 'speaker'"
+    " JOIN entity o ON o.entity_id = f.object_entity_id"
+    " WHERE f.scope = %(project)s AND f.predicate = 'has_name' AND upper_inf(f.valid) AND upper_inf(f.known)"
+    " AND (f.retention_until IS NULL OR f.retention_until > now()) AND o.normalized_name = ANY(%(terms)s::text[])"
+    " UNION ALL"
+    " SELECT s.entity_id::text, ds.label, s.entity_type, lower(ds.label) FROM entity s"
+    " JOIN data_subject ds ON ds.scope = s.scope AND ds.label <> ''"
+    "  AND (ds.subject_id::text = s.speaker_subject_id OR ds.external_reference = s.speaker_subject_id)"
+    " WHERE s.scope = %(project)s AND s.identity_kind = 'speaker'"
+    " AND lower(ds.label) = ANY(%(terms)s::text[])"
+)
+
+
 def _anchors(cursor, project, found, subject):
-    sql = _ANCHOR_NAMED + (_ANCHOR_SUBJECT if subject else "") + f" LIMIT {MAX_ANCHORS + 1}"
+    named = _ANCHOR_NAMED + ("" if subject else _ANCHOR_SPEAKER_NAMES)
+    sql = named + (_ANCHOR_SUBJECT if subject else "") + f" LIMIT {MAX_ANCHORS + 1}"
     cursor.execute(sql, {"project": project, "terms": found, "subject": subject}, prepare=True)
-    rows = cursor.fetchall()
+    rows = list({row[0]: row for row in cursor.fetchall()}.values())  # a speaker named twice anchors once
     if len(rows) > MAX_ANCHORS:
         raise _invalid_question("the question matches too many entities")
     rows.sort(key=lambda row: (-len(row[3]), row[1], row[0]))
