@@ -54,10 +54,15 @@ def believed(proposer, message):
     for proposal in proposals:
         verdict = judge(proposal, content=message["text"], vocabulary=BY_NAME, unresolvable=UNRESOLVABLE,
                         admitted=admitted)
-        if isinstance(verdict, Admitted):
+        if isinstance(verdict, Admitted) and not ending(proposal):
             subject = "I" if normalize(proposal.subject) in SPEAKERS else proposal.subject
             out.append((subject, proposal.predicate, proposal.object, proposal))
     return out
+
+
+def ending(proposal):
+    """ "I lost my job as a banker": it closes a value already held, and asserts nothing new."""
+    return proposal.valid_until is not None and proposal.valid_from is None
 
 
 def matches(claim, expected):

@@ -1,39 +1,56 @@
 """The offline rules proposer ``rules/v2`` (formation.md §9, issue 12): ordinary conversational English.
 
-It reads sentences, clauses, frames (reports, hedges, questions, hypotheticals, denials, quotes) exactly as
-rules/v1 does, with its own patterns for events, changes, work, places, people and preferences. An object
-is a noun phrase (a verb phrase for intends_to and learning) trimmed to its head and modifiers; what it
-cannot name exactly it does not propose. Time words set the claim's valid time (formation.timewords).
-ANY change to its output for any input must bump VERSION, with a migration for the extractor_version CHECKs.
+Sentences, clauses and frames (reports, hedges, questions, hypotheticals, denials, quotes) are read exactly
+as rules/v1 reads them; rules/v2 has its own patterns for events, changes, work, places, people and
+preferences. An object is a noun phrase (a verb phrase for intends_to and learning) trimmed to its head and
+modifiers, and what it cannot name exactly it does not propose. Time words set the claim's valid time
+(formation.timewords). ANY change to its output must bump VERSION, with a migration for the version CHECKs.
 """
 
 import bisect
 import re
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from formation import rules as v1
 from formation import timewords
 from formation.proposals import Message, PredicateSpec, Proposal
+from formation.rules_v2_words import (
+    ARTICLES, EMPTY_INSIDE, FAMILY_ROLES, FUNCTION_WORDS, GROUP_HEADS, LESSON_HEADS, NOT_CREATED,
+    NOT_EVENTS, NOT_GIVEN_NAMES, NOT_JOINED, NOT_ROLE_STARTS, OBJECT_STOPS, OWNABLE_HEADS, PET_NAME_HEADS,
+    PHRASE_STOPS, PLAN_VERBS, RACE_HEADS, ROLE_HEADS, ROLE_QUALIFIERS, STARTED_HEADS, TITLES, ABBREVIATIONS,
+)
+from formation.text import WHITE_SPACE
 
 VERSION = "rules/v2"
 
-# Pattern kinds of rules/v2 on top of rules/v1's: a CHANGE verb in the past starts a state that still holds
-# ("I moved to Denver last month"), an EVENT verb dates an event predicate ("I went to a concert").
-CHANGE, EVENT = "change", "event"
+# Pattern kinds on top of rules/v1's: a CHANGE verb in the past starts a state that still holds ("I moved to
+# Denver last month"); an EVENT verb dates an event predicate ("I went to a concert"); an ENDING verb closes
+# the speaker's current value ("I lost my job as a banker").
+CHANGE, EVENT, ENDING, GOING = "change", "event", "ending", "going"
 P = v1._patterns
 
 _FIRST_PERSON = v1._Table.of([
+    *P("has_role", "| lost my job as a/an; | quit my job as a/an; | left my job as a/an;"
+       " have | lost my job as a/an; have | quit my job as a/an", ENDING),
+    *P("works_at", "| lost my job at/with; | quit my job at/with; | left my job at/with; | quit working at/for;"
+       " | stopped working at/for; | got laid off from; | was laid off from; | got fired from; | was fired from;"
+       " have | quit my job at/with; have | lost my job at/with", ENDING),
+    *P("has_role", "| quit my job; | lost my job; have | quit my job; have | lost my job; | got laid off;"
+       " | was laid off; | got fired; | was fired; | quit", ENDING),
     *P("intends_to", "| plan to; am | planning to; | intend to; am | intending to; | plan on; am | planning on;"
        " | want to", v1.PLAN),
+    *P("intends_to", "am | going to; | will", GOING),
     *P("dislikes", "do | not like; | dislike; | hate; can | not stand; am not | a fan of; do | not enjoy"),
     *P("prefers", "am | a huge/big/massive fan of"),
+    *P("member_of", "am | a member of; am | part of; | belong to; am | on; | play in; | sing in"),
     *P("knows_about", "am | an expert in/on; am | familiar with; | know about"),
     *P("speaks", "am | fluent in; can | speak; | speak"),
-    *P("interested_in", "am | interested in; am | into; am | passionate about; am | obsessed with"),
+    *P("interested_in", "am | interested in; am | into; am | super into; am | passionate about; am | obsessed with"),
     *P("learning", "am | learning; have been | learning; am | taking; have been | taking"),
-    *P("learning", "| started learning; | began learning", CHANGE),
-    *P("born_in", "was | born in; was | born and raised in; am | from; am | originally from", EVENT),
+    *P("learning", "| started learning; | began learning; | started taking; have | started taking", CHANGE),
+    *P("born_in", "was | born in; am | from; am | originally from", EVENT),
     *P("lives_in", "am | living in; am | based in; have been | living in; am | staying in"),
     *P("lives_in", "have | moved to; | moved to; | moved back to; | relocated to; have | relocated to;"
        " | moved out to; | moved over to", CHANGE),
@@ -45,277 +62,288 @@ _FIRST_PERSON = v1._Table.of([
        " | got a new job as a/an; | started a new position as a/an; | started working as a/an;"
        " | got promoted to; | was promoted to; have been | promoted to; | became a/an", CHANGE),
     *P("works_at", "| got a job at/with; | got a new job at/with; | got hired at/by; | started working at/for;"
-       " | started a new job at/with; | joined the staff at; | was hired at/by", CHANGE),
+       " | started a new job at/with; | was hired at/by; | started at", CHANGE),
     *P("works_at", "am | working at/for; have been | working at/for"),
     *P("works_at", "have | worked at/for", v1.PERFECT),
     *P("works_at", "| worked at/for; was | working at/for", v1.PAST),
     *P("works_at", "| work at/for"),
     *P("works_at", "be | working at/for", v1.MODAL_ONLY),
-    *P("has_role", "have been | a/an", v1.PERFECT),
-    *P("has_role", "| work as a/an; am | working as a/an; am | a/an"),
+    *P("has_role", "have been | a/an; have | worked as a/an", v1.PERFECT),
+    *P("has_role", "| work as a/an; am | working as a/an; am | a/an; am | the"),
     *P("has_role", "was | a/an", v1.PAST),
     *P("has_role", "be | a/an", v1.MODAL_ONLY),
     *P("member_of", "| joined; have | joined", CHANGE),
-    *P("member_of", "am | a member of; am | part of; | belong to; am | on"),
     *P("participated_in", "| signed up for; have | signed up for; | registered for", EVENT),
-    *P("participated_in", "| went to; | attended; | competed in; | took part in; | performed at; | played in;"
-       " | volunteered at; | hosted; | ran; | finished; | completed; | tried; | went", EVENT),
+    *P("participated_in", "| volunteer at/with/for; am | volunteering at/with/for; have been | volunteering at/with/for"),
+    *P("participated_in", "| took my kids/son/daughter/children/family/mom/dad/parents/husband/wife/partner to;"
+       " | went to see; | went to watch; | went to; | attended; | competed in; | took part in;"
+       " | performed at; | played in; | volunteered at/with; | hosted; | ran; | finished; | completed; | gave;"
+       " | went", EVENT),
     *P("created", "| painted; | wrote; | baked; | built; | made; | recorded; | launched; | started; | founded;"
        " | designed; | knitted; | sewed; | composed; | drew; | published", EVENT),
-    *P("owns", "| adopted; | bought; | got; have | adopted; have | bought", CHANGE),
-    *P("owns", "| own; | have a/an"),
+    *P("owns", "| adopted; | bought; | got; have | adopted; have | bought; have | got", CHANGE),
+    *P("owns", "| own; | have"),
     *P("has_name", "am | called", v1.NAME),
     *P("prefers", "| prefer; | like; | love; | enjoy; | adore"),
     *P("uses", "am | using; | use"),
 ])
 _EVENT_PREDICATES = frozenset({"participated_in", "created", "born_in", "contributed_to", "occurred_on"})
-
-# --- objects ------------------------------------------------------------------------------------
-
-_ARTICLES = frozenset({"a", "an", "the", "my", "our", "some"})
-# Words that never begin or end a named object, and never are one: pronouns, deictics, function words.
-_FUNCTION_WORDS = frozenset({
-    "to", "of", "in", "on", "at", "for", "with", "about", "from", "by", "as", "into", "onto", "over", "under",
-    "up", "out", "off", "and", "or", "but", "so", "if", "than", "then", "that", "this", "these", "those", "it",
-    "its", "they", "them", "their", "he", "him", "his", "she", "her", "we", "us", "you", "your", "i", "me", "my",
-    "mine", "our", "who", "what", "which", "where", "when", "why", "how", "here", "there", "not", "no", "very",
-    "really", "just", "too", "also", "all", "both", "each", "every", "any", "some", "much", "many", "more",
-    "most", "lot", "lots", "bit", "part", "kind", "sort", "idea", "thing", "things", "stuff", "way", "one",
-    "ones", "is", "are", "was", "were", "be", "been", "am", "do", "does", "did", "have", "has", "had", "will",
-    "would", "can", "could", "should", "a", "an", "the", "again", "already", "yet", "now", "today", "everyday",
-    "day", "time", "times", "something", "anything", "everything", "nothing", "someone", "anyone", "everyone",
-    "myself", "yourself", "itself", "themselves", "ourselves", "well", "back", "home", "away", "around", "first", "while", "ever", "never", "always", "sometimes", "often", "lately", "recently", "finally", "mix",
-    "same", "other", "another", "such", "own", "like", "because",
-})
-# Words after which the object ends: prepositions starting an adjunct, time words, conjunctions.
-_OBJECT_STOPS = frozenset({
-    "with", "for", "on", "at", "to", "from", "by", "because", "since", "until", "till", "when", "while", "and",
-    "or", "but", "so", "yesterday", "today", "tonight", "last", "next", "this", "ago", "recently", "again",
-    "lately", "now", "earlier", "already", "finally", "together", "too", "as", "after", "before", "during",
-    "who", "which", "that", "where", "if", "than", "though", "although", "all", "every", "tomorrow", "soon",
-    "in", "into", "over", "around", "about", "near", "named", "called", "just", "once", "twice", "here", "there",
-    "downtown", "originally", "two", "three", "four", "five", "six", "several", "few", "personally", "actually",
-    "honestly", "tonight", "everyday", "daily", "weekly", "online",
-})
-# A preposition the object keeps when a noun follows it ("portrait of my dog", "talk at a school" is cut).
-_KEEP_OF = frozenset({"of"})
-_OBJECT_WORDS = 6
-_VERB_PHRASE_WORDS = 8
-_WORD_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*\.?")
-# Verb-phrase objects (intends_to, learning) stop only at these.
-_PHRASE_STOPS = frozenset({
-    "because", "since", "until", "when", "while", "and", "or", "but", "so", "yesterday", "today", "tonight",
-    "tomorrow", "next", "this", "soon", "someday", "eventually", "after", "before", "once", "if", "though",
-    "although", "one", "sometime", "later", "again", "too", "asap", "lol", "haha", "now", "already", "right",
-})
-# Role nouns: "I'm a X" is a role only when its head is one of these (or ends like one).
-_ROLE_HEADS = frozenset("""
-nurse teacher doctor engineer developer designer accountant lawyer attorney paralegal analyst banker barista
-chef cook waiter waitress cashier clerk mechanic electrician plumber carpenter firefighter officer pilot
-photographer artist painter writer author editor journalist musician singer dancer actor actress student
-intern manager director consultant counselor counsellor therapist psychologist psychiatrist pharmacist dentist
-veterinarian vet tech technician assistant receptionist secretary librarian scientist researcher professor
-lecturer tutor coach trainer instructor programmer architect surgeon paramedic midwife caregiver carer nanny
-babysitter housekeeper cleaner janitor driver courier farmer gardener baker butcher tailor stylist hairdresser
-barber florist realtor agent broker entrepreneur founder owner ceo cto freelancer contractor volunteer
-mom mum dad father mother parent homemaker retiree soldier marine sailor veteran police detective guard
-worker employee officer supervisor administrator translator interpreter illustrator animator filmmaker
-producer podcaster streamer blogger youtuber influencer model athlete player coder tester nurse-practitioner
-social worker
-""".split())
-_ROLE_MODIFIERS_NOT = frozenset({"bit", "little", "lot", "fan", "big", "huge", "kind", "sort", "mix", "part",
-                                  "member", "perfectionist"})
-_PET_HEADS = frozenset("""
-dog dogs puppy puppies cat cats kitten kittens horse horses snake hamster rabbit bunny parrot bird birds
-goldfish fish turtle tortoise lizard gecko guinea pig pigs ferret chicken chickens retriever labrador poodle
-terrier beagle bulldog shepherd husky pony goat
-""".split())
-_OWNED_NOT = frozenset({"job", "promotion", "chance", "call", "text", "message", "feeling", "idea", "cold", "flu",
-                        "covid", "sick", "married", "engaged", "hired", "promoted", "fired", "back", "home", "lost",
-                        "tired", "better", "ready", "used", "lot", "bit", "new", "into", "out", "up", "to", "it",
-                        "kids", "kid", "children", "child", "son", "daughter", "sister", "brother", "friend",
-                        "friends", "time", "tickets", "degree", "license", "haircut", "tattoo"})
+_PHRASE_PREDICATES = frozenset({"intends_to", "learning"})
+_GERUND_PREDICATES = frozenset({"prefers", "dislikes", "interested_in"})
+# Verbs after which the object is judged against a list of head nouns (rules_v2_words).
+_HEAD_RULES = {
+    "ran": RACE_HEADS, "finished": RACE_HEADS | LESSON_HEADS, "completed": RACE_HEADS | LESSON_HEADS,
+    "started": STARTED_HEADS, "launched": STARTED_HEADS, "founded": STARTED_HEADS,
+    "gave": frozenset({"talk", "presentation", "speech", "lecture", "performance", "concert", "workshop",
+                       "reading", "recital", "sermon", "toast"}),
+}
+_OWN_VERBS = frozenset({"adopted", "bought", "got", "own", "have"})
+_GROUP_VERBS = frozenset({"part", "on", "in", "belong"})
+_SPEAK_MODIFIERS = frozenset({"a", "little", "some", "basic", "fluent", "conversational", "decent", "good",
+                              "broken", "bit", "of"})
 _CAPITALISED = re.compile(r"[A-Z]")
+_WORD_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*(?:\.(?=\s[A-Z]))?")
+_OBJECT_WORDS = 6
+_PHRASE_WORDS = 8
 
 
-def _words(text: str, base: int) -> list[tuple[str, int, int]]:
-    return [(m.group().rstrip(".").lower().replace("’", "'"), base + m.start(), base + m.start()
-             + len(m.group().rstrip("."))) for m in _WORD_RE.finditer(text)]
+# --- objects ----------------------------------------------------------------------------------------
 
 
-def _noun_phrase(content: str, start: int, end: int, *, predicate: str) -> tuple[int, int] | None:
-    """The noun phrase starting at ``start``: leading articles dropped, cut before the first adjunct word,
-    at most _OBJECT_WORDS words, never starting or ending with a function word."""
-    words = _words(content[start:end], start)
-    while words and words[0][0] in _ARTICLES:
+def _words(content: str, start: int, end: int) -> list[tuple[str, int, int]]:
+    """(lower-case word, start, end) of the words in content[start:end]; a gap holding anything but
+    white space, an apostrophe or a hyphen ends the list (a comma aside is never part of an object)."""
+    out = []
+    for match in _WORD_RE.finditer(content, start, end):
+        if out and any(ch not in WHITE_SPACE for ch in content[out[-1][2]:match.start()]):
+            break
+        out.append((match.group().lower().replace("’", "'"), match.start(), match.end()))
+    return out
+
+
+def _trim_end(kept):
+    while kept and (kept[-1][0] in FUNCTION_WORDS or kept[-1][0] == "of"):
+        kept.pop()
+    return kept
+
+
+def _noun_phrase(content: str, start: int, end: int, *, cut_of: bool = False) -> tuple[int, int] | None:
+    """Leading articles dropped, cut before the first adjunct word, at most _OBJECT_WORDS words, never
+    starting or ending with a function word. "a band called The Rusty Nails" names "The Rusty Nails"."""
+    words = _words(content, start, end)
+    while words and (words[0][0] in ARTICLES or words[0][0] == "own"):
         words = words[1:]
     kept = []
-    for index, (word, _, _) in enumerate(words):
-        if kept and word in _OBJECT_STOPS:
+    for index, word in enumerate(words):
+        if (kept and word[0] in ("called", "named") and kept[-1][0] in GROUP_HEADS | OWNABLE_HEADS
+                and index + 1 < len(words) and content[words[index + 1][1]].isupper()):
+            name = [w for w in words[index + 1:index + 4] if content[w[1]].isupper()]
+            name = [w for i, w in enumerate(name) if words[index + 1 + i] == w]
+            return (name[0][1], name[-1][2]) if name else None
+        if kept and word[0] in OBJECT_STOPS:
             break
-        if kept and word in _KEEP_OF and index + 1 < len(words) and words[index + 1][0] not in _OBJECT_STOPS:
-            kept.append(words[index])
-            continue
-        if not kept and word in _FUNCTION_WORDS:
+        if kept and word[0] == "of" and (cut_of or index + 1 >= len(words) or words[index + 1][0] in OBJECT_STOPS):
+            break
+        if not kept and word[0] in FUNCTION_WORDS:
             return None
-        kept.append(words[index])
-    if not kept or len(kept) > _OBJECT_WORDS:
+        kept.append(word)
+    kept = _trim_end(kept)
+    if not kept or len(kept) > _OBJECT_WORDS or any(w[0] in EMPTY_INSIDE for w in kept):
         return None
-    while kept and kept[-1][0] in _FUNCTION_WORDS | {"of"}:
-        kept.pop()
-    if not kept or any(w in ("it", "them", "this", "that", "him", "her", "you", "me", "us") for w, _, _ in kept):
-        return None
-    # The words must run on without punctuation between them (a comma aside ends the phrase above).
-    span = (kept[0][1], kept[-1][2])
-    if any(ch in ",;:()\"“”!?" for ch in content[span[0]:span[1]]):
-        return None
-    return span
+    return kept[0][1], kept[-1][2]
 
 
-def _verb_phrase(content: str, start: int, end: int) -> tuple[int, int] | None:
-    words = _words(content[start:end], start)
+_SEASON = re.compile(r"\b(?:in|over|during) the (?:fall|spring|summer|winter|autumn|morning|evening|afternoon)\b",
+                     re.IGNORECASE)
+
+
+def _verb_phrase(content: str, start: int, end: int, *, stops=PHRASE_STOPS, limit=_PHRASE_WORDS):
+    """A verb phrase from ``start``, cut before time words ("on Saturday", "in the fall") and stop words."""
+    when = timewords.find(content[start:end])
+    if when is not None:
+        end = start + when.start
+    season = _SEASON.search(content, start, end)
+    if season is not None:
+        end = season.start()
+    words = _words(content, start, end)
     kept = []
     for word in words:
-        if kept and word[0] in _PHRASE_STOPS:
+        if kept and word[0] in stops:
             break
         kept.append(word)
-    if not kept or len(kept) > _VERB_PHRASE_WORDS or kept[0][0] in _FUNCTION_WORDS:
+    if not kept or len(kept) > limit or kept[0][0] in FUNCTION_WORDS:
         return None
-    while kept and kept[-1][0] in _FUNCTION_WORDS and kept[-1][0] not in ("up", "out", "back", "home", "off"):
+    while kept and kept[-1][0] in FUNCTION_WORDS and kept[-1][0] not in ("up", "out", "back", "home", "off"):
         kept.pop()
-    if not kept:
+    return (kept[0][1], kept[-1][2]) if kept else None
+
+
+def _plan_phrase(content: str, start: int, end: int) -> tuple[int, int] | None:
+    """After "I'm going to" / "I will": a verb phrase whose verb starts a plan and whose words name something
+    ("start therapy", "move to Denver"), not talk ("let you know", "be fine", "see")."""
+    span = _verb_phrase(content, start, end)
+    if span is None:
         return None
-    span = (kept[0][1], kept[-1][2])
-    if any(ch in ",;:()\"“”!?" for ch in content[span[0]:span[1]]):
+    words = [w for w, _, _ in _words(content, *span)]
+    if words[0] == "be":
+        return span if len(words) >= 3 and words[1] in ("a", "an") else None
+    if words[0] not in PLAN_VERBS or len(words) < 2 or any(w in EMPTY_INSIDE for w in words):
         return None
-    return span
+    return span if any(w not in FUNCTION_WORDS for w in words[1:]) else None
 
 
-def _object(content: str, predicate: str, start: int, end: int) -> tuple[int, int] | None:
-    """The object's exact span for ``predicate`` in the text after its pattern, or None."""
-    if predicate in ("intends_to", "learning"):
-        text = content[start:end]
-        lead = len(text) - len(text.lstrip())
-        if text[lead:lead + 3].lower() in ("to ",):
-            start += lead + 3
-        for prefix in ("how to ",):
-            if content[start:end].lstrip().lower().startswith(prefix):
-                start = start + len(content[start:end]) - len(content[start:end].lstrip()) + len(prefix)
-        if predicate == "learning":
-            return _verb_phrase(content, start, end) if _verb_start(content, start, end) else _noun_phrase(
-                content, start, end, predicate=predicate)
-        return _verb_phrase(content, start, end)
-    if predicate in ("prefers", "dislikes"):
-        text = content[start:end].lstrip()
-        if text.lower().startswith("to "):
-            return _verb_phrase(content, start + len(content[start:end]) - len(text) + 3, end)
-    return _noun_phrase(content, start, end, predicate=predicate)
+def _skip(content: str, start: int, end: int, *leads: str) -> int:
+    """The position after any of ``leads`` ("to ", "how to ") at the start of content[start:end]."""
+    while start < end and content[start] in WHITE_SPACE:
+        start += 1
+    for lead in leads:
+        if content[start:start + len(lead)].lower() == lead:
+            return start + len(lead)
+    return start
 
 
-def _verb_start(content: str, start: int, end: int) -> bool:
-    words = _words(content[start:end], start)
-    return bool(words) and words[0][0] in ("play", "code", "cook", "speak", "read", "write", "draw", "paint",
-                                           "surf", "swim", "knit", "sew", "drive", "dance", "sing", "bake", "ski")
+def _object(content: str, predicate: str, verb: str, start: int, end: int) -> tuple[int, int] | None:
+    """The object's exact span for ``predicate`` after the pattern ending in ``verb``, or None."""
+    if predicate == "intends_to":
+        if verb in ("going", "will"):
+            return _plan_phrase(content, start, end)
+        return _verb_phrase(content, _skip(content, start, end, "to "), end)
+    if predicate == "learning":
+        start = _skip(content, start, end, "how to ", "to ")
+        words = _words(content, start, end)
+        if verb == "taking" or (words and words[-1][0] in LESSON_HEADS and verb != "learning"):
+            span = _noun_phrase(content, start, end)
+            if span is None:
+                return None
+            head = _words(content, *span)
+            if head[-1][0] not in LESSON_HEADS:
+                return None
+            # "guitar lessons" is learning the guitar; a bare "a class" names nothing learnt.
+            return (span[0], head[-2][2]) if len(head) >= 2 else None
+        if words and words[0][0] in ("play", "code", "cook", "speak", "read", "write", "draw", "paint", "surf",
+                                     "swim", "knit", "sew", "drive", "dance", "sing", "bake", "ski", "skate"):
+            return _verb_phrase(content, start, end)
+        return _noun_phrase(content, start, end)
+    if predicate in _GERUND_PREDICATES:
+        at = _skip(content, start, end, "to ")
+        words = _words(content, at, end)
+        if at != _skip(content, start, end) or (words and words[0][0].endswith("ing")):
+            return _verb_phrase(content, at, end, stops=PHRASE_STOPS | {"with", "for", "every", "all", "on"},
+                                limit=5)
+    if predicate == "speaks":
+        words = _words(content, start, end)
+        names = [w for w in words if content[w[1]].isupper()]
+        if names and all(w[0] in _SPEAK_MODIFIERS for w in words[:words.index(names[0])]):
+            return names[0][1], names[0][2]
+        return None
+    return _noun_phrase(content, start, end, cut_of=predicate == "has_role")
 
 
-def _acceptable(predicate: str, content: str, span: tuple[int, int]) -> bool:
+def _acceptable(predicate: str, verb: str, content: str, span: tuple[int, int]) -> bool:
+    """Whether the object names what ``predicate`` needs (after the pattern ending in ``verb``)."""
     text = content[span[0]:span[1]]
-    words = [w for w, _, _ in _words(text, 0)]
-    if not words or words[-1] in _FUNCTION_WORDS or words[0] in _FUNCTION_WORDS:
+    words = [w for w, _, _ in _words(content, *span)]
+    if not words or words[-1] in FUNCTION_WORDS or words[0] in FUNCTION_WORDS:
         return False
+    if len(words) == 1 and words[0] in ("new", "old", "last", "next", "big", "small", "great", "good", "first"):
+        return False
+    head = words[-1]
+    if predicate in ("intends_to", "learning", "prefers", "dislikes", "interested_in") and len(words) > 1:
+        return True
     if predicate == "has_role":
-        return words[0] not in _ROLE_MODIFIERS_NOT and (
-            words[-1] in _ROLE_HEADS or " ".join(words[-2:]) in _ROLE_HEADS
-            or (len(words) >= 2 and words[-2] in ("social", "vet", "stay-at-home", "single")))
+        if words[0] in NOT_ROLE_STARTS:
+            return False
+        if head in FAMILY_ROLES:
+            return len(words) >= 2 and words[-2] in ROLE_QUALIFIERS
+        return head in ROLE_HEADS or " ".join(words[-2:]) in ROLE_HEADS or head.endswith(("ist", "ician"))
     if predicate in ("lives_in", "born_in"):
         # A place is named (capitalised) or one of a few common nouns for where one lives.
-        return bool(_CAPITALISED.match(text)) or words[-1] in ("suburbs", "hometown", "countryside", "city")
+        return bool(_CAPITALISED.match(text)) or head in ("suburbs", "hometown", "countryside")
     if predicate == "works_at":
         return bool(_CAPITALISED.match(text)) or len(words) <= 3
     if predicate == "owns":
-        return words[0] not in _OWNED_NOT and words[-1] not in _OWNED_NOT and len(words) <= 3
-    if predicate == "speaks":
-        return len(words) == 1 and bool(_CAPITALISED.match(text))
+        return bool(_CAPITALISED.match(text)) or (head in OWNABLE_HEADS and len(words) <= 4)
     if predicate == "member_of":
-        return words[0] not in ("the", "it") and len(words) <= 5
+        if verb == "joined":
+            return head not in NOT_JOINED and (head in GROUP_HEADS or bool(_CAPITALISED.match(text)))
+        return head in GROUP_HEADS or bool(_CAPITALISED.match(text))
+    if predicate == "participated_in":
+        if head in NOT_EVENTS and len(words) == 1:
+            return False
+        rule = _HEAD_RULES.get(verb)
+        if verb == "went":
+            return head.endswith("ing") and len(words) <= 3  # "went camping", "went ice skating"
+        return rule is None or head in rule
+    if predicate == "created":
+        rule = _HEAD_RULES.get(verb)
+        return head not in NOT_CREATED and (rule is None or head in rule)
     return True
 
 
-# --- names ----------------------------------------------------------------------------------------
+# --- names and whole-sentence patterns ------------------------------------------------------------
 
 _RELATIONS = {
     **{w: "related_to" for w in (
         "sister", "brother", "mom", "mum", "mother", "dad", "father", "son", "daughter", "husband", "wife",
         "aunt", "uncle", "cousin", "nephew", "niece", "grandma", "grandmother", "grandpa", "grandfather",
         "grandson", "granddaughter", "twin", "stepdad", "stepmom", "stepson", "stepdaughter", "fiance",
-        "fiancee", "fiancé", "fiancée", "partner", "boyfriend", "girlfriend", "spouse", "sibling", "kid", "child")},
+        "fiancee", "fiancé", "fiancée", "partner", "boyfriend", "girlfriend", "spouse", "sibling", "kid", "child",
+        "baby", "sis", "bro")},
     **{w: "knows" for w in ("friend", "neighbor", "neighbour", "roommate", "flatmate", "mentor", "boss",
                             "coworker", "co-worker", "colleague", "classmate", "teammate", "buddy", "pal",
-                            "bestie", "therapist", "coach", "teacher", "doctor", "manager")},
+                            "bestie", "therapist", "coach", "teacher", "doctor", "manager", "bff")},
+    **{w: "owns" for w in PET_NAME_HEADS},
 }
-_NAME_LEAD = re.compile(r"\b(?:my|our)\s+(?:(?:best|old|little|big|younger|older|baby|twin|oldest|youngest|"
-                        r"new|dear|close|good)\s+)*(?P<relation>[a-z\-éè]+)\s+(?P<name>(?:Dr\.\s)?[A-Z][a-z]+"
-                        r"(?:\s[A-Z][a-z]+)?)\b")
-_NAMED = re.compile(r"\b(?:a|an|my)\s+(?:new\s+)?(?P<relation>friend|guy|girl|woman|man|coworker|neighbor|"
-                    r"neighbour|colleague)\s+(?:named|called)\s+(?P<name>[A-Z][a-z]+)\b")
+_NAME = r"(?P<name>(?:(?:Dr|Mr|Mrs|Ms)\.?\s)?[A-Z][a-z]+(?:\s[A-Z][a-z]+)?)\b"
+_NAME_LEAD = re.compile(r"\b(?i:my|our)\s+(?:(?:best|old|little|big|younger|older|baby|twin|oldest|youngest|"
+                        r"new|dear|close|good|late)\s+)*(?P<relation>[a-z\-éè]+),?\s+" + _NAME)
+_NAMED = re.compile(r"\b(?i:a|an|my)\s+(?:new\s+)?(?P<relation>friend|guy|girl|woman|man|coworker|neighbor|"
+                    r"neighbour|colleague|lady)\s+(?:named|called)\s+" + _NAME)
 _ME_AND = re.compile(r"^(?P<name>[A-Z][a-z]+) and I\b")
 _INTRODUCTION = re.compile(
-    r"^(?:(?:hi|hey|hello|hiya|yo)(?:\s+(?:there|all|everyone|guys))?[,!.]?\s+)?"
-    r"(?:i'm|i’m|i am|this is)\s+(?P<name>[A-Z][a-z]+)(?=\s*(?:[,.!]|$|\s+by the way|\s+btw|\s+here))", re.I)
+    r"^(?:(?i:hi|hey|hello|hiya|yo)(?:\s+(?i:there|all|everyone|guys))?[,!.]*\s+)?"
+    r"(?i:i'm|i’m|i am|this is)\s+(?P<name>[A-Z][a-z]+)(?=\s*(?:[,.!]|$)|\s+(?i:by the way|btw|here)\b)")
 _HERE = re.compile(r"^(?P<name>[A-Z][a-z]+) here\b")
-# Capitalised words after "I'm" that are not names.
-_NOT_GIVEN_NAMES = frozenset("""
-same over right nobody everyone someone back sorry fine good great okay ok happy sad tired done sure glad back here home ready so just not always still
-also new american british canadian english irish scottish french german spanish italian mexican swedish
-chinese japanese korean indian african european asian australian gay trans bi straight single married in
-on out up down there excited exhausted well alright all very really never thinking busy free late early
-""".split())
+_FAVOURITE = re.compile(r"\b(?i:my|our) favou?rite (?:[a-z]+ ){0,2}(?:is|are) (?P<object>[^,.!?;]+)")
+_HOME_COUNTRY = re.compile(r"\b(?i:my) home (?:country|town|city), (?P<place>[A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)?),")
+_IS_FAVOURITE = re.compile(r"^(?P<object>[A-Z][a-z]+(?: [a-z]+)?) is my favou?rite (?:hobby|sport|thing|food)\b")
+_NEW_JOB_AT = re.compile(r"\b(?i:my|a) new job (?:at|with) (?P<object>[^,.!?;]+)")
+_SARCASM_OPENERS = re.compile(r"(?i:oh sure|oh great|yeah sure|oh joy|yeah right)\s*,")
 
 
-def _name_proposals(content: str, sentence: tuple[int, int], make) -> list[Proposal]:
-    start, end = sentence
+def _name_ok(name: str) -> bool:
+    parts = name.lower().replace(".", " ").split()
+    if parts[0] in TITLES:
+        return len(parts) > 1  # "Dr. Patel", never "Dr" alone
+    return parts[0] not in NOT_GIVEN_NAMES and parts[0] not in v1._NOT_NAMES
+
+
+def _sentence_claims(content: str, start: int, end: int, make) -> list[Proposal]:
+    """Claims that need the whole sentence: introductions, named family, friends and pets, favourites."""
     text = content[start:end]
     found = []
     for pattern in (_INTRODUCTION, _HERE):
         match = pattern.match(text)
-        if match and match.group("name").lower() not in _NOT_GIVEN_NAMES | v1._NOT_NAMES:
-            found.append(make("has_name", start + match.start(), start + match.end("name"),
-                              start + match.start("name"), start + match.end("name")))
+        if match and _name_ok(match.group("name")):
+            found.append(make("has_name", start + match.start(), start + match.end("name"), start + match.start("name"),
+                              start + match.end("name")))
             break
     for pattern in (_NAME_LEAD, _NAMED):
         for match in pattern.finditer(text):
             relation = match.group("relation").lower()
             predicate = _RELATIONS.get(relation) if pattern is _NAME_LEAD else (
-                "knows" if relation not in ("coworker", "colleague") else "works_with")
-            name = match.group("name")
-            if predicate is None or name.split()[0].lower() in v1._NOT_NAMES | _NOT_GIVEN_NAMES:
+                "works_with" if relation in ("coworker", "colleague") else "knows")
+            if predicate is None or not _name_ok(match.group("name")):
                 continue
             found.append(make(predicate, start + match.start(), start + match.end("name"),
                               start + match.start("name"), start + match.end("name")))
     match = _ME_AND.match(text)
-    if match and match.group("name").lower() not in v1._NOT_NAMES:
-        found.append(make("knows", start, start + match.end(), start + match.start("name"),
-                          start + match.end("name")))
-    return found
-
-
-_FAVOURITE = re.compile(r"\b(?:my|our) favou?rite (?:[a-z]+ ){0,2}(?:is|are) (?P<object>[^,.!?;]+)", re.I)
-_HOME_COUNTRY = re.compile(r"\bmy home (?:country|town|city), (?P<place>[A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)?),",)
-_IS_FAVOURITE = re.compile(r"^(?P<object>[A-Z][a-z]+(?: [a-z]+)?) is my favou?rite (?:hobby|sport|thing)\b")
-
-
-def _phrase_proposals(content: str, sentence: tuple[int, int], make) -> list[Proposal]:
-    start, end = sentence
-    text = content[start:end]
-    found = []
+    if match and _name_ok(match.group("name")):
+        found.append(make("knows", start, start + match.end(), start + match.start("name"), start + match.end("name")))
     match = _FAVOURITE.search(text)
     if match:
-        at = start + match.start("object")
-        span = _noun_phrase(content, at, start + match.end("object"), predicate="prefers")
-        if span is None and content[at:at + 3].lower() == "to ":
-            span = _verb_phrase(content, at + 3, start + match.end("object"))
-        if span is None:
-            span = _verb_phrase(content, at, start + match.end("object"))
+        at, stop = start + match.start("object"), start + match.end("object")
+        span = _noun_phrase(content, at, stop) or _verb_phrase(content, _skip(content, at, stop, "to "), stop)
         if span:
             found.append(make("prefers", start + match.start(), span[1], *span))
     match = _IS_FAVOURITE.match(text)
@@ -324,77 +352,243 @@ def _phrase_proposals(content: str, sentence: tuple[int, int], make) -> list[Pro
                           start + match.end("object")))
     match = _HOME_COUNTRY.search(text)
     if match:
-        found.append(make("born_in", start + match.start(), start + match.end("place"),
-                          start + match.start("place"), start + match.end("place")))
+        found.append(make("born_in", start + match.start(), start + match.end("place"), start + match.start("place"),
+                          start + match.end("place")))
+    match = _NEW_JOB_AT.search(text)
+    if match:
+        span = _noun_phrase(content, start + match.start("object"), start + match.end("object"))
+        if span and _acceptable("works_at", "at", content, span):
+            found.append(make("works_at", start + match.start(), span[1], *span))
     return found
 
 
 # --- claims ---------------------------------------------------------------------------------------
 
 
-def _hit_at(content, tokens, index, clause_end, regions, carried=None, lead_in=()):
-    """rules/v1's subject search, with rules/v2's first-person table."""
+@dataclass(frozen=True)
+class _Found:
+    hit: v1._Hit
+    verb: str  # the pattern's last word, which decides what object it accepts
+    prefix: tuple  # the tokens before the subject
+    clause_end: int
+
+
+def _frame_for(content, tokens, index, found_start, regions, carried, lead_in):
+    prefix = [*lead_in, *tokens[max(0, index - v1.PREFIX_WINDOW):index]][-v1.PREFIX_WINDOW:]
+    frame = v1._prefix_frame(content, prefix, tokens[index].start, questions=True)
+    if frame is None:
+        return None, prefix
+    if frame.polarity is None:
+        region = v1._region_at(regions, tokens[index].start)
+        if region is not None:
+            frame = v1._Frame("reported", region[2], None)
+    if frame.polarity is None and carried is not None:
+        frame = carried
+    if frame.polarity is None:
+        frame = v1._trailing_frame(content, tokens, found_start) or frame
+    return frame, prefix
+
+
+def _hit_at(content, tokens, index, clause_end, regions, carried=None, lead_in=()) -> _Found | None:
+    """A claim whose subject starts at ``tokens[index]``: "I", "my name is", "call me", or a capitalised name
+    before one of rules/v1's third-person patterns."""
     token = tokens[index]
     words = [t.word for t in tokens[index:index + 3]]
+    person, subject = "first", "I"
     if words == ["my", "name", "is"]:
         match = v1._Match(v1._Pattern("has_name", (), ("my", "name", "is"), v1.NAME), index + 3, (), index)
     elif words[:2] == ["call", "me"] and index == 0:
         match = v1._Match(v1._Pattern("has_name", (), ("call", "me"), v1.NAME), index + 2, (), index)
     elif token.word == "i":
         match = v1._match(tokens, index + 1, _FIRST_PERSON)
+    elif token.cap and token.word not in v1._NOT_NAMES and token.word not in NOT_GIVEN_NAMES:
+        last = index
+        while last + 1 < len(tokens) and tokens[last + 1].cap and tokens[last + 1].word not in v1._NOT_NAMES:
+            last += 1
+            if last - index >= v1.NAME_WINDOW:
+                return None
+        match = v1._match(tokens, last + 1, v1._THIRD_PERSON)
+        person, subject = "third", content[token.start:tokens[last].end]
     else:
         return None
     if match is None:
         return None
+    after = tokens[match.end - 1].end
     found = v1._object_after(content, tokens, match, clause_end)
-    if found is None:
+    object_end = found[0][1] if found else after
+    if found is None and match.pattern.kind != ENDING:
         return None
-    prefix = [*lead_in, *tokens[max(0, index - v1.PREFIX_WINDOW):index]][-v1.PREFIX_WINDOW:]
-    frame = v1._prefix_frame(content, prefix, token.start, questions=True)
+    frame, prefix = _frame_for(content, tokens, index, found[0][0] if found else after, regions, carried,
+                               lead_in)
     if frame is None:
         return None
-    if frame.polarity is None:
-        region = v1._region_at(regions, token.start)
-        if region is not None:
-            frame = v1._Frame("reported", region[2], None)
-    if frame.polarity is None and carried is not None:
-        frame = carried
-    if frame.polarity is None:
-        frame = v1._trailing_frame(content, tokens, found[0][0]) or frame
-    subject = "I"
-    if frame.polarity == "reported" and frame.reporter:
-        subject = frame.reporter
+    if frame.polarity == "reported" and person == "first" and frame.reporter:
+        subject = frame.reporter  # the "I" of reported speech is the reporter
     start = frame.start if frame.start is not None else token.start
-    # The object is read from right after the pattern, not from rules/v1's trimmed span.
-    after = tokens[match.end - 1].end
-    hit = v1._Hit(subject=subject, person="first", predicate=match.pattern.predicate, kind=match.pattern.kind,
-                  modifiers=match.modifiers, frame=frame, quote_start=start,
-                  phrase_start=tokens[match.phrase].start, object_span=(after, found[0][1]), rest=found[1])
-    return hit, prefix, clause_end
+    hit = v1._Hit(subject=subject, person=person, predicate=match.pattern.predicate, kind=match.pattern.kind,
+                  modifiers=match.modifiers, frame=frame, quote_start=start, phrase_start=tokens[match.phrase].start,
+                  object_span=(after, object_end), rest=found[1] if found else content[after:clause_end])
+    return _Found(hit, match.pattern.tail[-1], tuple(prefix), clause_end)
+
+
+def _continuation(content, clause, clause_end, previous: _Found) -> _Found | None:
+    """ "… and work at Acme": a bare verb keeps the previous clause's subject, modifiers and frame."""
+    table = _FIRST_PERSON if previous.hit.person == "first" else v1._THIRD_PERSON
+    match = v1._match(clause, 0, table, inherited=previous.hit.modifiers)
+    if match is None:
+        return None
+    found = v1._object_after(content, clause, match, clause_end)
+    if found is None:
+        return None
+    kind = v1.PLAN if previous.hit.kind in (v1.PLAN, GOING) else match.pattern.kind
+    span = (clause[match.end - 1].end, found[0][1])
+    if kind == v1.PLAN and match.pattern.kind != v1.PLAN:
+        span = (clause[match.phrase].start, found[0][1])  # "plan to move to X and work at Y"
+    hit = v1._Hit(subject=previous.hit.subject, person=previous.hit.person, predicate=match.pattern.predicate,
+                  kind=kind, modifiers=previous.hit.modifiers + match.modifiers,
+                  frame=v1._Frame(previous.hit.frame.polarity, previous.hit.frame.reporter),
+                  quote_start=clause[0].start, phrase_start=clause[match.phrase].start, object_span=span,
+                  rest=found[1])
+    return _Found(hit, match.pattern.tail[-1], (), clause_end)
+
+
+def _time_words(content: str, found: _Found, object_end: int) -> timewords.TimeWords | None:
+    """Time words after the object in the clause, else before the subject in the sentence."""
+    words = timewords.find(content[object_end:found.clause_end])
+    if words is None and found.prefix:
+        lead_start = found.prefix[0].start
+        if lead_start < found.hit.quote_start:
+            words = timewords.find(content[lead_start:found.hit.quote_start])
+    return words
+
+
+def _claims(found: _Found, content: str, kinds: Mapping[str, str], occurred_at: datetime | None):
+    hit = found.hit
+    polarity, tense, future = v1._modality(hit)
+    cats = v1._categories(hit)
+    predicate = "intends_to" if hit.kind in (v1.PLAN, GOING) else hit.predicate
+    obj_start, obj_end = hit.object_span
+    if hit.kind == v1.NAME:
+        names = [w for w in _words(content, obj_start, obj_end) if content[w[1]].isupper()
+                 and w[0] not in v1._NOT_NAMES]
+        span = (names[0][1], names[-1][2]) if names else None
+    elif hit.kind == ENDING and found.verb in ("job", "off", "fired", "quit"):
+        # "I quit my job last week": the current role ends; anything else after it ("quit smoking") does not.
+        rest = content[obj_start:found.clause_end]
+        words = timewords.find(rest)
+        left = _words(content, obj_start, obj_start + words.start if words else found.clause_end)
+        if left and left[0][0] not in ("to", "because", "so", "after", "since", "when", "and", "but", "today"):
+            return []
+        span = None
+    else:
+        span = _object(content, predicate, found.verb, obj_start, obj_end)
+        if span is None or not _acceptable(predicate, found.verb, content, span):
+            return []
+    if span is None and hit.kind != ENDING:
+        return []
+    object_end = span[1] if span else obj_start
+    words = _time_words(content, found, object_end)
+    when = timewords.resolve(words, occurred_at)
+    valid_from = valid_until = None
+    ongoing = words is not None and words.kind in ("since", "for")
+    if hit.kind in (CHANGE, EVENT, ENDING) and polarity == "asserted" and v1.PAST_MOD not in cats and not future:
+        tense = "past" if predicate in _EVENT_PREDICATES or hit.kind == ENDING else "present"
+        if hit.kind == ENDING:
+            valid_until = when or occurred_at
+            if valid_until is None:
+                return []
+        else:
+            valid_from = when
+    elif hit.kind == v1.PERFECT and polarity == "asserted" and ongoing and not future:
+        tense, valid_from = "present", when  # "I've been a teacher for 4 years", "Since 2019, I've worked as …"
+    elif tense == "past" and polarity == "asserted" and hit.kind == v1.PAST and words is not None and (
+            words.kind == "for" and when is not None and occurred_at is not None):
+        # "I lived in London for 4 years": over, and placed at the latest it can have been.
+        valid_from, valid_until = when, occurred_at
+    elif tense == "present" and polarity == "asserted" and words is not None and not ongoing and (
+            hit.kind not in (v1.PLAN, GOING)):
+        return []  # "I'm a nurse" said of last year is not a statement about now
+    elif tense == "present" and ongoing:
+        valid_from = when
+    quote = content[hit.quote_start:object_end].rstrip()
+    obj = content[span[0]:span[1]] if span else ""
+
+    def proposal(pred, text, claim_tense, start=None, until=None):
+        return Proposal(subject=hit.subject, predicate=pred, object=text, statement=v1._statement(quote),
+                        confidence=0.0, quote=quote, polarity=polarity, tense=claim_tense, subject_type="person",
+                        object_type=kinds.get(pred, "thing"), valid_from=start, valid_until=until)
+
+    if predicate == "intends_to":
+        return [proposal("intends_to", obj, "present")]
+    out = [proposal(predicate, obj, tense, valid_from, valid_until)]
+    if future:
+        phrase = _verb_phrase(content, hit.phrase_start, object_end)
+        if phrase is not None:
+            out.insert(0, proposal("intends_to", content[phrase[0]:phrase[1]], "present"))
+        return out
+    if span is not None and polarity == "asserted" and hit.kind != ENDING:
+        out += _second_claims(content, predicate, found, span, hit, proposal)
+    return out
+
+
+_AS_ROLE = re.compile(r"^\s+as\s+(?:a|an)\s+")
+_AT_PLACE = re.compile(r"^\s+(?:at|for|with)\s+(?=[A-Z])")
+
+
+def _second_claims(content, predicate, found, span, hit, proposal):
+    """ "I work at the hospital as a nurse", "I'm an engineer at Boeing": the adjunct names a second claim."""
+    rest_start, rest_end = span[1], found.clause_end
+    rest = content[rest_start:rest_end]
+    if predicate == "works_at" and (match := _AS_ROLE.match(rest)):
+        at = rest_start + match.end()
+        role = _noun_phrase(content, at, rest_end, cut_of=True)
+        if role and _acceptable("has_role", "a", content, role):
+            return [proposal("has_role", content[role[0]:role[1]], "present")]
+    if predicate == "has_role" and hit.kind not in (v1.PAST, ENDING) and (match := _AT_PLACE.match(rest)):
+        at = rest_start + match.end()
+        place = _noun_phrase(content, at, rest_end)
+        if place and _acceptable("works_at", "at", content, place):
+            role = content[span[0]:span[1]].lower().split()[-1]
+            target = "member_of" if role in ("student", "member") else "works_at"
+            return [proposal(target, content[place[0]:place[1]], "present")]
+    return []
+
+
+_ABBREVIATION_END = re.compile(r"\b(?:" + "|".join(sorted(ABBREVIATIONS)) + r")\.$", re.IGNORECASE)
+
+
+def _sentences(content: str) -> list[tuple[int, int]]:
+    """rules/v1's sentences, except that a title's full stop ("Dr. Patel", "St. Mary's") ends none."""
+    merged: list[tuple[int, int]] = []
+    for start, end in v1._sentences(content):
+        if merged and _ABBREVIATION_END.search(content, max(merged[-1][0], merged[-1][1] - 6), merged[-1][1]) and (
+                "\n" not in content[merged[-1][1]:start]):
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
 
 
 class RulesV2Proposer(v1.RulesProposer):
-    """rules/v2: deterministic, no network; the same interface as every proposer."""
+    """rules/v2: deterministic, no network access; the same interface and gates as every proposer."""
 
     version = VERSION
 
     def propose(self, message: Message, vocabulary: Sequence[PredicateSpec]) -> list[Proposal]:
         content = message.content
-        occurred_at = getattr(message, "occurred_at", None)
+        occurred_at = message.occurred_at
         kinds = {spec.name: spec.object_kind for spec in vocabulary}
         tokens = v1._tokenize(content)
         starts = [token.start for token in tokens]
         regions = v1._quote_regions(content, tokens)
         proposals: list[Proposal] = []
-        carried = None
-        carried_used = False
+        carried, carried_used = None, False  # set by "John wrote:" or "Translate this:", until a blank line
         last_end, last_tokens, last_proposals = 0, [], 0
-        for sentence_start, sentence_end in v1._sentences(content):
+        for sentence_start, sentence_end in _sentences(content):
             if carried_used and v1._blank_line_between(content, last_end, sentence_start):
                 carried, carried_used = None, False
             lead_in = last_tokens[-v1.PREFIX_WINDOW:] if v1._soft_break(content, last_end, sentence_start) else []
-            first = bisect.bisect_left(starts, sentence_start)
-            sentence_tokens = tokens[first:bisect.bisect_left(starts, sentence_end)]
+            sentence_tokens = tokens[bisect.bisect_left(starts, sentence_start):bisect.bisect_left(starts, sentence_end)]
             last_end, last_tokens = sentence_end, sentence_tokens
             if v1._is_retraction(content, sentence_tokens):
                 proposals[last_proposals:] = [replace(p, polarity="denied") for p in proposals[last_proposals:]]
@@ -411,132 +605,69 @@ class RulesV2Proposer(v1.RulesProposer):
                     carried, carried_used = introduced, False
             if carried is not None:
                 carried_used = True
+            if _SARCASM_OPENERS.match(content, sentence_start, sentence_end):
+                continue  # "Oh sure, I love waiting in line": said, not meant
             quoted_line = v1._Frame("reported") if content[sentence_start] in v1._LINE_QUOTES else None
             before = len(proposals)
+            self._clauses(content, tokens, starts, regions, (sentence_start, sentence_end),
+                          quoted_line or carried, lead_in, kinds, occurred_at, proposals)
             framed = quoted_line or carried or v1._region_at(regions, sentence_start)
-            previous = None
-            for clause_start, clause_end, after_and in v1._clauses(content, sentence_start, sentence_end):
-                lo, hi = bisect.bisect_left(starts, clause_start), bisect.bisect_left(starts, clause_end)
-                clause = tokens[lo:hi]
-                found = None
-                if after_and and previous is not None and clause:
-                    found = self._continuation(content, clause, clause_end, previous)
-                if found is None:
-                    for index in range(len(clause)):
-                        found = _hit_at(content, clause, index, clause_end, regions, quoted_line or carried,
-                                        lead_in)
-                        if found is not None:
-                            break
-                lead_in = []
-                previous = found[0] if found else None
-                if found is not None:
-                    proposals.extend(self._claims(*found, content, kinds, occurred_at))
-            if not framed and not self._framed_sentence(content, sentence_tokens, sentence_start):
-                extra = self._sentence_claims(content, (sentence_start, sentence_end), kinds)
+            if not framed and not _framed_sentence(content, sentence_tokens):
                 seen = {(p.predicate, p.object.lower()) for p in proposals[before:]}
-                proposals.extend(p for p in extra if (p.predicate, p.object.lower()) not in seen)
+                proposals.extend(p for p in _sentence_claims(content, sentence_start, sentence_end,
+                                                             self._maker(content, kinds))
+                                 if (p.predicate, p.object.lower()) not in seen)
             if len(proposals) == before:
                 opening = v1._opening_frame(content, sentence_tokens, colon)
                 if opening is not None:
                     carried, carried_used = opening, False
         return proposals
 
-    # -- one hit -------------------------------------------------------------------------------
-
-    def _continuation(self, content, clause, clause_end, previous):
-        match = v1._match(clause, 0, _FIRST_PERSON, inherited=previous.modifiers)
-        if match is None:
-            return None
-        found = v1._object_after(content, clause, match, clause_end)
-        if found is None:
-            return None
-        kind = v1.PLAN if previous.kind == v1.PLAN else match.pattern.kind
-        after = clause[match.end - 1].end
-        span = (after, found[0][1])
-        if kind == v1.PLAN and match.pattern.kind != v1.PLAN:
-            span = (clause[match.phrase].start, found[0][1])
-        hit = v1._Hit(subject=previous.subject, person="first", predicate=match.pattern.predicate, kind=kind,
-                      modifiers=previous.modifiers + match.modifiers,
-                      frame=v1._Frame(previous.frame.polarity, previous.frame.reporter),
-                      quote_start=clause[0].start, phrase_start=clause[match.phrase].start,
-                      object_span=span, rest=found[1])
-        return hit, [], clause_end
-
-    def _claims(self, hit, prefix, clause_end, content, kinds, occurred_at):
-        polarity, tense, future = v1._modality(hit)
-        cats = v1._categories(hit)
-        predicate = "intends_to" if hit.kind == v1.PLAN else hit.predicate
-        obj_start, obj_end = hit.object_span
-        if hit.kind == v1.NAME:
-            words = _words(content[obj_start:obj_end], obj_start)
-            kept = []
-            for word, ws, we in words:
-                if not content[ws].isupper() or word in v1._NOT_NAMES:
+    @staticmethod
+    def _clauses(content, tokens, starts, regions, sentence, carried, lead_in, kinds, occurred_at, proposals):
+        previous = None
+        for clause_start, clause_end, after_and in v1._clauses(content, *sentence):
+            clause = tokens[bisect.bisect_left(starts, clause_start):bisect.bisect_left(starts, clause_end)]
+            found = None
+            if after_and and previous is not None and clause:
+                found = _continuation(content, clause, clause_end, previous)
+            index = 0
+            while index < len(clause):
+                if found is None:
+                    found = _hit_at(content, clause, index, clause_end, regions, carried, lead_in)
+                    if found is None:
+                        index += 1
+                        continue
+                lead_in = []
+                previous = found
+                proposals.extend(_claims(found, content, kinds, occurred_at))
+                # Another subject may follow in the same clause after a comma: "I'm not a doctor, I'm a nurse".
+                comma = content.find(",", found.hit.object_span[1], clause_end)
+                if comma < 0:
                     break
-                kept.append((ws, we))
-            if not kept:
-                return []
-            span = (kept[0][0], kept[-1][1])
-        else:
-            span = _object(content, predicate, obj_start, obj_end)
-        if span is None or not _acceptable(predicate, content, span):
-            return []
-        # Time words: anywhere in the clause after the subject, or before it in the sentence.
-        rest_text = content[span[1]:clause_end]
-        words = timewords.find(rest_text)
-        if words is None and prefix:
-            lead = content[prefix[0].start:hit.quote_start] if prefix[0].start < hit.quote_start else ""
-            words = timewords.find(lead)
-        when = timewords.resolve(words, occurred_at) if occurred_at is not None else None
-        until = None
-        if hit.kind in (CHANGE, EVENT) and polarity == "asserted" and v1.PAST_MOD not in cats and not future:
-            tense = "past" if predicate in _EVENT_PREDICATES else "present"
-        elif tense == "past" and polarity == "asserted" and hit.kind in (v1.PAST, v1.PERFECT) and (
-                words is not None and words.kind == "for" and when is not None and occurred_at is not None):
-            until = occurred_at  # "I lived in London for 4 years": over, at the latest by the message
-        elif tense == "present" and words is not None and words.kind in ("yesterday", "ago", "last", "on_day",
-                                                                         "in_month", "in_year"):
-            # "I'm a nurse" said of last year is not a statement about now.
-            if hit.kind not in (v1.PERFECT,):
-                return []
-        quote = content[hit.quote_start:span[1]]
-        obj = content[span[0]:span[1]]
-        subject_type = "person"
+                index = max(index + 1, bisect.bisect_left(starts, comma) - bisect.bisect_left(starts, clause_start))
+                found = None
+            lead_in = []
 
-        def proposal(pred, text, claim_tense, valid_from=None, valid_until=None):
-            return Proposal(subject=hit.subject, predicate=pred, object=text, statement=v1._statement(quote),
-                            confidence=0.0, quote=quote, polarity=polarity, tense=claim_tense,
-                            subject_type=subject_type, object_type=kinds.get(pred, "thing"),
-                            valid_from=valid_from, valid_until=valid_until)
-
-        if predicate == "intends_to":
-            return [proposal("intends_to", obj, "present")]
-        if until is not None:
-            return [proposal(predicate, obj, "past", when, until)]
-        if future:
-            phrase_span = _verb_phrase(content, hit.phrase_start, span[1])
-            out = [proposal(predicate, obj, tense)]
-            if phrase_span is not None:
-                out.insert(0, proposal("intends_to", content[phrase_span[0]:phrase_span[1]], "present"))
-            return out
-        return [proposal(predicate, obj, tense, when)]
-
-    # -- whole-sentence patterns ------------------------------------------------------------------
-
-    def _framed_sentence(self, content, tokens, start) -> bool:
-        """Whether the sentence's words frame it (a report, hedge, condition, negation, exercise)."""
-        if not tokens:
-            return True
-        words = {t.word for t in tokens}
-        framing = (v1._REPORTING_VERBS | v1._HEDGE_WORDS | v1._HEDGE_VERBS | v1._CONDITIONALS | v1._NEGATIONS
-                   | v1._TASK_WORDS | {"would", "could", "should", "might", "may", "wish", "dream", "maybe"})
-        return bool(words & framing) or v1._trailing_frame(content, tokens, tokens[0].start) is not None
-
-    def _sentence_claims(self, content, sentence, kinds) -> list[Proposal]:
+    @staticmethod
+    def _maker(content, kinds):
         def make(predicate, quote_start, quote_end, obj_start, obj_end):
             quote = content[quote_start:quote_end]
             return Proposal(subject="I", predicate=predicate, object=content[obj_start:obj_end],
                             statement=v1._statement(quote), confidence=0.0, quote=quote, polarity="asserted",
                             tense="past" if predicate in _EVENT_PREDICATES else "present", subject_type="person",
                             object_type=kinds.get(predicate, "thing"))
-        return _name_proposals(content, sentence, make) + _phrase_proposals(content, sentence, make)
+        return make
+
+
+_FRAMING = (v1._REPORTING_VERBS | v1._HEDGE_WORDS | v1._HEDGE_VERBS | v1._CONDITIONALS | v1._NEGATIONS
+            | v1._TASK_WORDS | frozenset({"would", "could", "should", "might", "may", "wish", "dream", "maybe",
+                                          "if", "used", "ex", "former", "late"}))
+
+
+def _framed_sentence(content, tokens) -> bool:
+    """Whether any word of the sentence frames it (a report, hedge, condition, negation, exercise): the
+    whole-sentence patterns then propose nothing."""
+    if not tokens:
+        return True
+    return bool({t.word for t in tokens} & _FRAMING) or v1._trailing_frame(content, tokens, tokens[0].start) is not None
