@@ -17,9 +17,29 @@ from formation import rules as v1
 from formation import timewords
 from formation.proposals import Message, PredicateSpec, Proposal
 from formation.rules_v2_words import (
-    ARTICLES, EMPTY_INSIDE, FAMILY_ROLES, FUNCTION_WORDS, GROUP_HEADS, LESSON_HEADS, NOT_CREATED,
-    NOT_EVENTS, NOT_GIVEN_NAMES, NOT_JOINED, NOT_ROLE_STARTS, OBJECT_STOPS, OWNABLE_HEADS, PET_NAME_HEADS,
-    PHRASE_STOPS, PLAN_VERBS, RACE_HEADS, ROLE_HEADS, ROLE_QUALIFIERS, STARTED_HEADS, TITLES, ABBREVIATIONS,
+    ABBREVIATIONS,
+    ARTICLES,
+    EMPTY_INSIDE,
+    FAMILY_ROLES,
+    FUNCTION_WORDS,
+    GROUP_HEADS,
+    LESSON_HEADS,
+    LY_NOUNS,
+    NOT_CREATED,
+    NOT_EVENTS,
+    NOT_GIVEN_NAMES,
+    NOT_JOINED,
+    NOT_ROLE_STARTS,
+    OBJECT_STOPS,
+    OWNABLE_HEADS,
+    PET_NAME_HEADS,
+    PHRASE_STOPS,
+    PLAN_VERBS,
+    RACE_HEADS,
+    ROLE_HEADS,
+    ROLE_QUALIFIERS,
+    STARTED_HEADS,
+    TITLES,
 )
 from formation.text import WHITE_SPACE
 
@@ -140,8 +160,9 @@ def _noun_phrase(content: str, start: int, end: int, *, cut_of: bool = False) ->
             name = [w for w in words[index + 1:index + 4] if content[w[1]].isupper()]
             name = [w for i, w in enumerate(name) if words[index + 1 + i] == w]
             return (name[0][1], name[-1][2]) if name else None
-        if kept and word[0] in OBJECT_STOPS:
-            break
+        if kept and (word[0] in OBJECT_STOPS or (word[0].endswith("ly") and word[0] not in LY_NOUNS
+                                                  and not content[word[1]].isupper())):
+            break  # "to bed early", "a cake quickly": the adverb is not part of the object
         if kept and word[0] == "of" and (cut_of or index + 1 >= len(words) or words[index + 1][0] in OBJECT_STOPS):
             break
         if not kept and word[0] in FUNCTION_WORDS:
@@ -181,12 +202,14 @@ def _verb_phrase(content: str, start: int, end: int, *, stops=PHRASE_STOPS, limi
 def _plan_phrase(content: str, start: int, end: int) -> tuple[int, int] | None:
     """After "I'm going to" / "I will": a verb phrase whose verb starts a plan and whose words name something
     ("start therapy", "move to Denver"), not talk ("let you know", "be fine", "see")."""
+    lead = _words(content, start, end)[:2]
+    if len(lead) == 2 and lead[0][0] == "be" and lead[1][0] in ("a", "an"):  # "be a teacher"
+        role = _noun_phrase(content, lead[1][1], end, cut_of=True)
+        return (lead[0][1], role[1]) if role else None
     span = _verb_phrase(content, start, end)
     if span is None:
         return None
     words = [w for w, _, _ in _words(content, *span)]
-    if words[0] == "be":
-        return span if len(words) >= 3 and words[1] in ("a", "an") else None
     if words[0] not in PLAN_VERBS or len(words) < 2 or any(w in EMPTY_INSIDE for w in words):
         return None
     return span if any(w not in FUNCTION_WORDS for w in words[1:]) else None
@@ -243,7 +266,8 @@ def _acceptable(predicate: str, verb: str, content: str, span: tuple[int, int]) 
     """Whether the object names what ``predicate`` needs (after the pattern ending in ``verb``)."""
     text = content[span[0]:span[1]]
     words = [w for w, _, _ in _words(content, *span)]
-    if not words or words[-1] in FUNCTION_WORDS or words[0] in FUNCTION_WORDS:
+    if not words or words[-1] in FUNCTION_WORDS or (words[0] in FUNCTION_WORDS and not (
+            predicate == "intends_to" and words[0] == "be")):
         return False
     if len(words) == 1 and words[0] in ("new", "old", "last", "next", "big", "small", "great", "good", "first"):
         return False
@@ -365,6 +389,50 @@ def _sentence_claims(content: str, start: int, end: int, make) -> list[Proposal]
 # --- claims ---------------------------------------------------------------------------------------
 
 
+def _match(tokens, pos, table, inherited=()) -> "v1._Match | None":
+    """rules/v1's pattern match, with the modifier runs at each position worked out once for every pattern
+    tried (rules/v2's table is larger, and re-reading them per pattern was most of its time)."""
+    cache: dict[int, list] = {}
+
+    def runs(at):
+        found = cache.get(at)
+        if found is None:
+            found = cache[at] = list(v1._modifier_runs(tokens, at))
+        return found
+
+    def slots(at, words, rest):
+        if not words:
+            for word in rest:
+                if at >= len(tokens) or tokens[at].word != word:
+                    return None
+                at += 1
+            return at, (), None
+        for here, skipped in runs(at):
+            if here < len(tokens) and tokens[here].word == words[0]:
+                found = slots(here + 1, words[1:], rest)
+                if found:
+                    return found[0], skipped + found[1], here
+        return None
+
+    candidates: dict[int, v1._Pattern] = {}
+    for at, _ in runs(pos):
+        if at < len(tokens):
+            candidates.update(table.by_first_word.get(tokens[at].word, ()))
+    for order in sorted(candidates):
+        pattern = candidates[order]
+        found = slots(pos, pattern.aux + pattern.tail[:1], pattern.tail[1:])
+        if not found:
+            continue
+        end, modifiers, phrase = found
+        every = inherited + modifiers
+        if pattern.kind == v1.MODAL_ONLY and not any(words in v1._MODALS for words in every):
+            continue
+        if pattern.kind == v1.AFTER_MODIFIER and not every:
+            continue
+        return v1._Match(pattern, end, modifiers, phrase)
+    return None
+
+
 @dataclass(frozen=True)
 class _Found:
     hit: v1._Hit
@@ -400,14 +468,14 @@ def _hit_at(content, tokens, index, clause_end, regions, carried=None, lead_in=(
     elif words[:2] == ["call", "me"] and index == 0:
         match = v1._Match(v1._Pattern("has_name", (), ("call", "me"), v1.NAME), index + 2, (), index)
     elif token.word == "i":
-        match = v1._match(tokens, index + 1, _FIRST_PERSON)
+        match = _match(tokens, index + 1, _FIRST_PERSON)
     elif token.cap and token.word not in v1._NOT_NAMES and token.word not in NOT_GIVEN_NAMES:
         last = index
         while last + 1 < len(tokens) and tokens[last + 1].cap and tokens[last + 1].word not in v1._NOT_NAMES:
             last += 1
             if last - index >= v1.NAME_WINDOW:
                 return None
-        match = v1._match(tokens, last + 1, v1._THIRD_PERSON)
+        match = _match(tokens, last + 1, v1._THIRD_PERSON)
         person, subject = "third", content[token.start:tokens[last].end]
     else:
         return None
@@ -428,13 +496,14 @@ def _hit_at(content, tokens, index, clause_end, regions, carried=None, lead_in=(
     hit = v1._Hit(subject=subject, person=person, predicate=match.pattern.predicate, kind=match.pattern.kind,
                   modifiers=match.modifiers, frame=frame, quote_start=start, phrase_start=tokens[match.phrase].start,
                   object_span=(after, object_end), rest=found[1] if found else content[after:clause_end])
-    return _Found(hit, match.pattern.tail[-1], tuple(prefix), clause_end)
+    verb = "going" if match.pattern.kind == GOING else match.pattern.tail[-1]
+    return _Found(hit, verb, tuple(prefix), clause_end)
 
 
 def _continuation(content, clause, clause_end, previous: _Found) -> _Found | None:
     """ "… and work at Acme": a bare verb keeps the previous clause's subject, modifiers and frame."""
     table = _FIRST_PERSON if previous.hit.person == "first" else v1._THIRD_PERSON
-    match = v1._match(clause, 0, table, inherited=previous.hit.modifiers)
+    match = _match(clause, 0, table, inherited=previous.hit.modifiers)
     if match is None:
         return None
     found = v1._object_after(content, clause, match, clause_end)

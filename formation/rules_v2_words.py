@@ -26,8 +26,11 @@ with for on at to from by because since until till when while and or but so yest
 this ago recently again lately now earlier already finally together too as after before during who which that
 where if than though although all every tomorrow soon in into over around about near named called just once
 twice here there downtown originally two three four five six several few personally actually honestly
-everyday daily weekly online instead anyway lol haha
+everyday daily weekly online instead anyway lol haha early late alone again
 """)
+# Words ending in "ly" that are nouns, not adverbs: the object may run on over them.
+LY_NOUNS = _set("family rally assembly july italy sicily lily ally belly jelly bully supply reply anomaly"
+                " butterfly dragonfly firefly monopoly holly molly emily kelly sally")
 # A verb phrase (intends_to, learning) ends before these.
 PHRASE_STOPS = _set("""
 because since until when while and or but so yesterday today tonight tomorrow next this soon someday eventually
