@@ -160,11 +160,10 @@ _ANCHOR_SPEAKER_NAMES = (
     " WHERE f.scope = %(project)s AND f.predicate = 'has_name' AND upper_inf(f.valid) AND upper_inf(f.known)"
     " AND (f.retention_until IS NULL OR f.retention_until > now()) AND o.normalized_name = ANY(%(terms)s::text[])"
     " UNION ALL"
-    " SELECT s.entity_id::text, ds.label, s.entity_type, lower(ds.label) FROM entity s"
-    " JOIN data_subject ds ON ds.scope = s.scope AND ds.label <> ''"
-    "  AND (ds.subject_id::text = s.speaker_subject_id OR ds.external_reference = s.speaker_subject_id)"
-    " WHERE s.scope = %(project)s AND s.identity_kind = 'speaker'"
-    " AND lower(ds.label) = ANY(%(terms)s::text[])"
+    " SELECT s.entity_id::text, ds.label, s.entity_type, n.label FROM data_subject ds"
+    " CROSS JOIN LATERAL (SELECT regexp_replace(lower(btrim(ds.label)), '\\s+', ' ', 'g') AS label) n"
+    " JOIN entity s ON s.scope = ds.scope AND s.identity_kind = 'speaker' AND s.speaker_subject_id = ds.subject_id::text"
+    " WHERE ds.scope = %(project)s AND ds.label <> '' AND n.label = ANY(%(terms)s::text[])"
 )
 
 

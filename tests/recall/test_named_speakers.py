@@ -2,10 +2,12 @@
 speaker entity, so a recall with no subject reaches their facts by name, and no recall body shows the raw
 data_subject_id."""
 import json
+import uuid
 
 import pytest
 
 from formation.driver import drain
+from governance.subjects import register_subject
 from formation.rules_v2 import RulesV2Proposer
 
 from .conftest import observe_turn, recall_ok
@@ -49,3 +51,16 @@ def test_a_name_that_was_only_mentioned_does_not_anchor_the_speaker(project, aut
     form(project)
     bundle = recall_ok(auth, question="Where does Caroline live?")
     assert "Oslo" not in {fact["object"] for fact in bundle["facts"] if fact["predicate"] == "lives_in"}
+
+
+def test_the_label_registered_with_the_subject_anchors_their_speaker(project, auth):
+    subject, _ = register_subject(project=project, idempotency_key=str(uuid.uuid4()), label="Caroline  Jones",
+                                  principal="operator", principal_kind="operator")
+    observe_turn(project, "I moved to Lisbon last month.", subject=subject.id)
+    observe_turn(project, "I live in Rome.", subject=MELANIE)
+    form(project)
+    bundle = recall_ok(auth, question="Where does Caroline Jones live?")
+    assert [fact["object"] for fact in bundle["facts"] if fact["predicate"] == "lives_in"] == ["Lisbon"]
+    assert subject.id not in json.dumps(bundle) and MELANIE not in json.dumps(bundle)
+    # A name nobody holds anchors no one.
+    assert recall_ok(auth, question="Where does Carla live?")["facts"] == []
