@@ -154,11 +154,11 @@ _ANCHOR_SUBJECT = (
 # data subject. The anchor shows the name, never the subject id.
 _ANCHOR_SPEAKER_NAMES = (
     " UNION ALL"
-    " SELECT s.entity_id::text, o.canonical_name, s.entity_type, o.normalized_name FROM fact f"
+    " SELECT s.entity_id::text, o.canonical_name, s.entity_type, o.normalized_name FROM entity o"
+    " JOIN fact f ON f.object_entity_id = o.entity_id AND f.scope = o.scope AND f.predicate = 'has_name'"
+    "  AND upper_inf(f.valid) AND upper_inf(f.known) AND (f.retention_until IS NULL OR f.retention_until > now())"
     " JOIN entity s ON s.entity_id = f.subject_entity_id AND s.identity_kind = 'speaker'"
-    " JOIN entity o ON o.entity_id = f.object_entity_id"
-    " WHERE f.scope = %(project)s AND f.predicate = 'has_name' AND upper_inf(f.valid) AND upper_inf(f.known)"
-    " AND (f.retention_until IS NULL OR f.retention_until > now()) AND o.normalized_name = ANY(%(terms)s::text[])"
+    " WHERE o.scope = %(project)s AND o.identity_kind = 'named' AND o.normalized_name = ANY(%(terms)s::text[])"
     " UNION ALL"
     " SELECT s.entity_id::text, ds.label, s.entity_type, n.label FROM data_subject ds"
     " CROSS JOIN LATERAL (SELECT regexp_replace(lower(btrim(ds.label)), '\\s+', ' ', 'g') AS label) n"

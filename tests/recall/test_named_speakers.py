@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from formation.driver import drain
-from governance.subjects import register_subject
 from formation.rules_v2 import RulesV2Proposer
+from governance.subjects import register_subject
 
 from .conftest import observe_turn, recall_ok
 
