@@ -64,7 +64,7 @@ _FIRST_PERSON = v1._Table.of([
     *P("intends_to", "am | going to; | will", GOING),
     *P("dislikes", "do | not like; | dislike; | hate; can | not stand; am not | a fan of; do | not enjoy"),
     *P("prefers", "am | a huge/big/massive fan of"),
-    *P("member_of", "am | a member of; am | part of; | belong to; am | on; | play in; | sing in"),
+    *P("member_of", "am | a member of; am | part of; | belong to; am | on; am | in; | play in; | sing in"),
     *P("knows_about", "am | an expert in/on; am | familiar with; | know about"),
     *P("speaks", "am | fluent in; can | speak; | speak"),
     *P("interested_in", "am | interested in; am | into; am | super into; am | passionate about; am | obsessed with"),
@@ -98,7 +98,7 @@ _FIRST_PERSON = v1._Table.of([
     *P("participated_in", "| took my kids/son/daughter/children/family/mom/dad/parents/husband/wife/partner to;"
        " | went to see; | went to watch; | went to; | attended; | competed in; | took part in;"
        " | performed at; | played in; | volunteered at/with; | hosted; | ran; | finished; | completed; | gave;"
-       " | went", EVENT),
+       " | went; | took", EVENT),
     *P("created", "| painted; | wrote; | baked; | built; | made; | recorded; | launched; | started; | founded;"
        " | designed; | knitted; | sewed; | composed; | drew; | published", EVENT),
     *P("owns", "| adopted; | bought; | got; have | adopted; have | bought; have | got", CHANGE),
@@ -107,6 +107,7 @@ _FIRST_PERSON = v1._Table.of([
     *P("prefers", "| prefer; | like; | love; | enjoy; | adore"),
     *P("uses", "am | using; | use"),
 ])
+_WE_PREDICATES = frozenset({"participated_in", "created", "owns", "lives_in"})
 _EVENT_PREDICATES = frozenset({"participated_in", "created", "born_in", "contributed_to", "occurred_on"})
 _PHRASE_PREDICATES = frozenset({"intends_to", "learning"})
 _GERUND_PREDICATES = frozenset({"prefers", "dislikes", "interested_in"})
@@ -114,11 +115,12 @@ _GERUND_PREDICATES = frozenset({"prefers", "dislikes", "interested_in"})
 _HEAD_RULES = {
     "ran": RACE_HEADS, "finished": RACE_HEADS | LESSON_HEADS, "completed": RACE_HEADS | LESSON_HEADS,
     "started": STARTED_HEADS, "launched": STARTED_HEADS, "founded": STARTED_HEADS,
+    "took": LESSON_HEADS | frozenset({"class", "trip", "tour", "walk", "hike", "vacation", "holiday", "cruise",
+                                      "road", "roadtrip"}),
     "gave": frozenset({"talk", "presentation", "speech", "lecture", "performance", "concert", "workshop",
                        "reading", "recital", "sermon", "toast"}),
 }
 _OWN_VERBS = frozenset({"adopted", "bought", "got", "own", "have"})
-_GROUP_VERBS = frozenset({"part", "on", "in", "belong"})
 _SPEAK_MODIFIERS = frozenset({"a", "little", "some", "basic", "fluent", "conversational", "decent", "good",
                               "broken", "bit", "of"})
 _CAPITALISED = re.compile(r"[A-Z]")
@@ -331,6 +333,8 @@ _HERE = re.compile(r"^(?P<name>[A-Z][a-z]+) here\b")
 _FAVOURITE = re.compile(r"\b(?i:my|our) favou?rite (?:[a-z]+ ){0,2}(?:is|are) (?P<object>[^,.!?;]+)")
 _HOME_COUNTRY = re.compile(r"\b(?i:my) home (?:country|town|city), (?P<place>[A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)?),")
 _IS_FAVOURITE = re.compile(r"^(?P<object>[A-Z][a-z]+(?: [a-z]+)?) is my favou?rite (?:hobby|sport|thing|food)\b")
+_FAN_OF = re.compile(r"\b(?i:i'm|i’m|i am) (?i:a|such a) (?:(?i:huge|big|massive|total|die-hard|diehard) )?"
+                     r"(?P<object>[A-Z][\w’'.-]*(?: [A-Z][\w’'.-]*){0,3}) (?i:fan)\b")
 _NEW_JOB_AT = re.compile(r"\b(?i:my|a) new job (?:at|with) (?P<object>[^,.!?;]+)")
 _SARCASM_OPENERS = re.compile(r"(?i:oh sure|oh great|yeah sure|oh joy|yeah right)\s*,")
 
@@ -378,6 +382,10 @@ def _sentence_claims(content: str, start: int, end: int, make) -> list[Proposal]
     if match:
         found.append(make("born_in", start + match.start(), start + match.end("place"), start + match.start("place"),
                           start + match.end("place")))
+    match = _FAN_OF.search(text)
+    if match:
+        found.append(make("prefers", start + match.start(), start + match.end(), start + match.start("object"),
+                          start + match.end("object")))
     match = _NEW_JOB_AT.search(text)
     if match:
         span = _noun_phrase(content, start + match.start("object"), start + match.end("object"))
@@ -439,6 +447,7 @@ class _Found:
     verb: str  # the pattern's last word, which decides what object it accepts
     prefix: tuple  # the tokens before the subject
     clause_end: int
+    tokens: Sequence  # the clause's tokens
 
 
 def _frame_for(content, tokens, index, found_start, regions, carried, lead_in):
@@ -452,8 +461,7 @@ def _frame_for(content, tokens, index, found_start, regions, carried, lead_in):
             frame = v1._Frame("reported", region[2], None)
     if frame.polarity is None and carried is not None:
         frame = carried
-    if frame.polarity is None:
-        frame = v1._trailing_frame(content, tokens, found_start) or frame
+    # The words after the object ("…, my mother says", "…, I think") are read once the object is known.
     return frame, prefix
 
 
@@ -469,6 +477,11 @@ def _hit_at(content, tokens, index, clause_end, regions, carried=None, lead_in=(
         match = v1._Match(v1._Pattern("has_name", (), ("call", "me"), v1.NAME), index + 2, (), index)
     elif token.word == "i":
         match = _match(tokens, index + 1, _FIRST_PERSON)
+    elif token.word == "we":
+        # "We went camping", "We adopted a puppy": the speaker took part; only events and changes say so.
+        match = _match(tokens, index + 1, _FIRST_PERSON)
+        if match is None or match.pattern.kind not in (EVENT, CHANGE) or match.pattern.predicate not in _WE_PREDICATES:
+            return None
     elif token.cap and token.word not in v1._NOT_NAMES and token.word not in NOT_GIVEN_NAMES:
         last = index
         while last + 1 < len(tokens) and tokens[last + 1].cap and tokens[last + 1].word not in v1._NOT_NAMES:
@@ -497,7 +510,7 @@ def _hit_at(content, tokens, index, clause_end, regions, carried=None, lead_in=(
                   modifiers=match.modifiers, frame=frame, quote_start=start, phrase_start=tokens[match.phrase].start,
                   object_span=(after, object_end), rest=found[1] if found else content[after:clause_end])
     verb = "going" if match.pattern.kind == GOING else match.pattern.tail[-1]
-    return _Found(hit, verb, tuple(prefix), clause_end)
+    return _Found(hit, verb, tuple(prefix), clause_end, tokens)
 
 
 def _continuation(content, clause, clause_end, previous: _Found) -> _Found | None:
@@ -518,7 +531,7 @@ def _continuation(content, clause, clause_end, previous: _Found) -> _Found | Non
                   frame=v1._Frame(previous.hit.frame.polarity, previous.hit.frame.reporter),
                   quote_start=clause[0].start, phrase_start=clause[match.phrase].start, object_span=span,
                   rest=found[1])
-    return _Found(hit, match.pattern.tail[-1], (), clause_end)
+    return _Found(hit, match.pattern.tail[-1], (), clause_end, clause)
 
 
 def _time_words(content: str, found: _Found, object_end: int) -> timewords.TimeWords | None:
@@ -556,6 +569,11 @@ def _claims(found: _Found, content: str, kinds: Mapping[str, str], occurred_at: 
     if span is None and hit.kind != ENDING:
         return []
     object_end = span[1] if span else obj_start
+    if hit.frame.polarity is None:
+        trailing = v1._trailing_frame(content, found.tokens, object_end - 1)
+        if trailing is not None:
+            hit = replace(hit, frame=trailing)
+            polarity, tense, future = v1._modality(hit)
     words = _time_words(content, found, object_end)
     when = timewords.resolve(words, occurred_at)
     valid_from = valid_until = None
@@ -574,6 +592,9 @@ def _claims(found: _Found, content: str, kinds: Mapping[str, str], occurred_at: 
             words.kind == "for" and when is not None and occurred_at is not None):
         # "I lived in London for 4 years": over, and placed at the latest it can have been.
         valid_from, valid_until = when, occurred_at
+    elif tense == "present" and polarity == "asserted" and hit.kind not in (v1.PLAN, GOING) and _UPCOMING.search(
+            content, object_end, found.clause_end):
+        return []  # "I'm volunteering at the shelter this weekend" is a plan, not a current state
     elif tense == "present" and polarity == "asserted" and words is not None and not ongoing and (
             hit.kind not in (v1.PLAN, GOING)):
         return []  # "I'm a nurse" said of last year is not a statement about now
@@ -600,6 +621,9 @@ def _claims(found: _Found, content: str, kinds: Mapping[str, str], occurred_at: 
     return out
 
 
+_UPCOMING = re.compile(r"\b(?:this|next|coming|upcoming) (?:weekend|week|month|year|spring|summer|fall|autumn|"
+                       r"winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|\b(?:tonight|tomorrow|"
+                       r"later today|soon)\b", re.IGNORECASE)
 _AS_ROLE = re.compile(r"^\s+as\s+(?:a|an)\s+")
 _AT_PLACE = re.compile(r"^\s+(?:at|for|with)\s+(?=[A-Z])")
 
