@@ -127,6 +127,11 @@ _CAPITALISED = re.compile(r"[A-Z]")
 _WORD_RE = re.compile(r"[^\W_]+(?:['’\-][^\W_]+)*(?:\.(?=\s[A-Z]))?")
 _OBJECT_WORDS = 6
 _PHRASE_WORDS = 8
+# A message stops being read after this many claims: no conversational message says more, and it bounds the
+# work on a 64 KiB paste of one sentence repeated.
+MAX_CLAIMS = 256
+# Introductions, named people and favourites are read in sentences up to this long only.
+SENTENCE_CLAIM_CHARS = 600
 
 
 # --- objects ----------------------------------------------------------------------------------------
@@ -397,9 +402,17 @@ def _sentence_claims(content: str, start: int, end: int, make) -> list[Proposal]
 # --- claims ---------------------------------------------------------------------------------------
 
 
+_MODIFIER_FIRST_WORDS = frozenset(words[0] for words in v1._MODIFIERS)
+
+
 def _match(tokens, pos, table, inherited=()) -> "v1._Match | None":
     """rules/v1's pattern match, with the modifier runs at each position worked out once for every pattern
     tried (rules/v2's table is larger, and re-reading them per pattern was most of its time)."""
+    if pos >= len(tokens):
+        return None
+    first = tokens[pos].word
+    if first not in table.by_first_word and first not in _MODIFIER_FIRST_WORDS:
+        return None  # the common case, settled without building anything
     cache: dict[int, list] = {}
 
     def runs(at):
@@ -678,6 +691,8 @@ class RulesV2Proposer(v1.RulesProposer):
         carried, carried_used = None, False  # set by "John wrote:" or "Translate this:", until a blank line
         last_end, last_tokens, last_proposals = 0, [], 0
         for sentence_start, sentence_end in _sentences(content):
+            if len(proposals) >= MAX_CLAIMS:
+                break
             if carried_used and v1._blank_line_between(content, last_end, sentence_start):
                 carried, carried_used = None, False
             lead_in = last_tokens[-v1.PREFIX_WINDOW:] if v1._soft_break(content, last_end, sentence_start) else []
@@ -705,7 +720,8 @@ class RulesV2Proposer(v1.RulesProposer):
             self._clauses(content, tokens, starts, regions, (sentence_start, sentence_end),
                           quoted_line or carried, lead_in, kinds, occurred_at, proposals)
             framed = quoted_line or carried or v1._region_at(regions, sentence_start)
-            if not framed and not _framed_sentence(content, sentence_tokens):
+            if not framed and sentence_end - sentence_start <= SENTENCE_CLAIM_CHARS and not _framed_sentence(
+                    content, sentence_tokens):
                 seen = {(p.predicate, p.object.lower()) for p in proposals[before:]}
                 proposals.extend(p for p in _sentence_claims(content, sentence_start, sentence_end,
                                                              self._maker(content, kinds))
@@ -714,18 +730,20 @@ class RulesV2Proposer(v1.RulesProposer):
                 opening = v1._opening_frame(content, sentence_tokens, colon)
                 if opening is not None:
                     carried, carried_used = opening, False
-        return proposals
+        return proposals[:MAX_CLAIMS]
 
     @staticmethod
     def _clauses(content, tokens, starts, regions, sentence, carried, lead_in, kinds, occurred_at, proposals):
         previous = None
         for clause_start, clause_end, after_and in v1._clauses(content, *sentence):
+            if len(proposals) >= MAX_CLAIMS:
+                return
             clause = tokens[bisect.bisect_left(starts, clause_start):bisect.bisect_left(starts, clause_end)]
             found = None
             if after_and and previous is not None and clause:
                 found = _continuation(content, clause, clause_end, previous)
             index = 0
-            while index < len(clause):
+            while index < len(clause) and len(proposals) < MAX_CLAIMS:
                 if found is None:
                     found = _hit_at(content, clause, index, clause_end, regions, carried, lead_in)
                     if found is None:
