@@ -463,7 +463,8 @@ class _Found:
     tokens: Sequence  # the clause's tokens
 
 
-def _frame_for(content, tokens, index, found_start, regions, carried, lead_in):
+def _frame_for(content, tokens, index, regions, carried, lead_in):
+    """The frame the words before the subject set (rules/v1's reading), and those words."""
     prefix = [*lead_in, *tokens[max(0, index - v1.PREFIX_WINDOW):index]][-v1.PREFIX_WINDOW:]
     frame = v1._prefix_frame(content, prefix, tokens[index].start, questions=True)
     if frame is None:
@@ -512,7 +513,7 @@ def _hit_at(content, tokens, index, clause_end, regions, carried=None, lead_in=(
     object_end = found[0][1] if found else after
     if found is None and match.pattern.kind != ENDING:
         return None
-    frame, prefix = _frame_for(content, tokens, index, found[0][0] if found else after, regions, carried,
+    frame, prefix = _frame_for(content, tokens, index, regions, carried,
                                lead_in)
     if frame is None:
         return None
@@ -613,10 +614,11 @@ def _claims(found: _Found, content: str, kinds: Mapping[str, str], occurred_at: 
         return []  # "I'm a nurse" said of last year is not a statement about now
     elif tense == "present" and ongoing:
         valid_from = when
-    quote = content[hit.quote_start:object_end].rstrip()
     obj = content[span[0]:span[1]] if span else ""
 
-    def proposal(pred, text, claim_tense, start=None, until=None):
+    def proposal(pred, text, claim_tense, start=None, until=None, quote_end=None):
+        # The quote runs from the subject (or its frame) to the end of this claim's object.
+        quote = content[hit.quote_start:quote_end or object_end].rstrip()
         return Proposal(subject=hit.subject, predicate=pred, object=text, statement=v1._statement(quote),
                         confidence=0.0, quote=quote, polarity=polarity, tense=claim_tense, subject_type="person",
                         object_type=kinds.get(pred, "thing"), valid_from=start, valid_until=until)
@@ -649,14 +651,14 @@ def _second_claims(content, predicate, found, span, hit, proposal):
         at = rest_start + match.end()
         role = _noun_phrase(content, at, rest_end, cut_of=True)
         if role and _acceptable("has_role", "a", content, role):
-            return [proposal("has_role", content[role[0]:role[1]], "present")]
+            return [proposal("has_role", content[role[0]:role[1]], "present", quote_end=role[1])]
     if predicate == "has_role" and hit.kind not in (v1.PAST, ENDING) and (match := _AT_PLACE.match(rest)):
         at = rest_start + match.end()
         place = _noun_phrase(content, at, rest_end)
         if place and _acceptable("works_at", "at", content, place):
             role = content[span[0]:span[1]].lower().split()[-1]
             target = "member_of" if role in ("student", "member") else "works_at"
-            return [proposal(target, content[place[0]:place[1]], "present")]
+            return [proposal(target, content[place[0]:place[1]], "present", quote_end=place[1])]
     return []
 
 

@@ -4,6 +4,7 @@ words are refused with their reasons). rules/v1 keeps its own tests in test_rule
 import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -237,3 +238,15 @@ def test_erasing_the_ending_message_takes_the_ended_value_with_it(new_project):
     driver.drain(project, proposer=RulesV2Proposer())
     receipt = erase(project=project, data_subject_id="bob", principal="op", principal_kind="operator")
     assert roles(project) == [] and json.dumps(receipt)
+
+
+def test_on_the_whole_corpus_every_quote_is_found_and_holds_its_object():
+    corpus = json.loads((Path(__file__).resolve().parents[2] / "bench" / "data" / "extraction_corpus.json")
+                        .read_text())
+    assert len(corpus["messages"]) >= 520
+    for message in corpus["messages"]:
+        text = message["text"]
+        for proposal in propose(text):
+            assert locate(text, proposal.quote) is not None, (text, proposal)
+            assert proposal.object in proposal.quote, (text, proposal)
+            assert proposal.object.strip().lower() not in UNRESOLVABLE, (text, proposal)
