@@ -252,8 +252,15 @@ def _object(content: str, predicate: str, verb: str, start: int, end: int) -> tu
             return (span[0], head[-2][2]) if len(head) >= 2 else None
         if words and words[0][0] in ("play", "code", "cook", "speak", "read", "write", "draw", "paint", "surf",
                                      "swim", "knit", "sew", "drive", "dance", "sing", "bake", "ski", "skate"):
-            return _verb_phrase(content, start, end)
+            span = _verb_phrase(content, start, end)
+            # "learning to play" names nothing learnt; "learning to surf" (a verb that is the skill) does.
+            if span and len(_words(content, *span)) == 1 and words[0][0] in ("play", "read", "write", "drive"):
+                return None
+            return span
         return _noun_phrase(content, start, end)
+    if predicate in ("prefers", "dislikes") and _words(content, start, end)[:1] and _words(content, start, end)[0][0] in (
+            "my", "our", "his", "her", "their"):
+        return None  # "I love my kids", "I love my new apartment": affection for one's own, not a taste
     if predicate in _GERUND_PREDICATES:
         at = _skip(content, start, end, "to ")
         words = _words(content, at, end)
