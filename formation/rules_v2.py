@@ -265,8 +265,11 @@ def _object(content: str, predicate: str, verb: str, start: int, end: int) -> tu
         at = _skip(content, start, end, "to ")
         words = _words(content, at, end)
         if at != _skip(content, start, end) or (words and words[0][0].endswith("ing")):
-            return _verb_phrase(content, at, end, stops=PHRASE_STOPS | {"with", "for", "every", "all", "on"},
+            span = _verb_phrase(content, at, end, stops=PHRASE_STOPS | {"with", "for", "every", "all", "on"},
                                 limit=5)
+            if span and len(_words(content, *span)) == 1 and len(words) > 1 and words[1][0] not in OBJECT_STOPS:
+                return None  # "spending time with my family" cut to "spending" names nothing
+            return span
     if predicate == "speaks":
         words = _words(content, start, end)
         names = [w for w in words if content[w[1]].isupper()]
@@ -596,6 +599,8 @@ def _claims(found: _Found, content: str, kinds: Mapping[str, str], occurred_at: 
             hit = replace(hit, frame=trailing)
             polarity, tense, future = v1._modality(hit)
     words = _time_words(content, found, object_end)
+    if found.verb == "for" and hit.kind == EVENT:
+        words = None  # "I signed up for a marathon in October": the date is the race's, the sign-up is now
     when = timewords.resolve(words, occurred_at)
     valid_from = valid_until = None
     ongoing = words is not None and words.kind in ("since", "for")
