@@ -23,6 +23,7 @@ from formation.rules_v2_words import (
     FAMILY_ROLES,
     FUNCTION_WORDS,
     GROUP_HEADS,
+    HOME_PLACES,
     LESSON_HEADS,
     LY_NOUNS,
     NOT_CREATED,
@@ -267,8 +268,9 @@ def _object(content: str, predicate: str, verb: str, start: int, end: int) -> tu
         if at != _skip(content, start, end) or (words and words[0][0].endswith("ing")):
             span = _verb_phrase(content, at, end, stops=PHRASE_STOPS | {"with", "for", "every", "all", "on"},
                                 limit=5)
-            if span and len(_words(content, *span)) == 1 and len(words) > 1 and words[1][0] not in OBJECT_STOPS:
-                return None  # "spending time with my family" cut to "spending" names nothing
+            if span and len(_words(content, *span)) == 1 and (
+                    at != _skip(content, start, end) or (len(words) > 1 and words[1][0] not in OBJECT_STOPS)):
+                return None  # "I like to cook", "spending time with my family" cut to "spending": no object
             return span
     if predicate == "speaks":
         words = _words(content, start, end)
@@ -309,8 +311,8 @@ def _acceptable(predicate: str, verb: str, content: str, span: tuple[int, int]) 
             return head not in NOT_JOINED and (head in GROUP_HEADS or bool(_CAPITALISED.match(text)))
         return head in GROUP_HEADS or bool(_CAPITALISED.match(text))
     if predicate == "participated_in":
-        if head in NOT_EVENTS and len(words) == 1:
-            return False
+        if head in HOME_PLACES or (head in NOT_EVENTS and len(words) == 1):
+            return False  # "went to bed", "went to my sister's place": a place of every day, not an event
         rule = _HEAD_RULES.get(verb)
         if verb == "went":
             return head.endswith("ing") and len(words) <= 3  # "went camping", "went ice skating"

@@ -75,8 +75,10 @@ PET_NAME_HEADS = _set("dog puppy cat kitten horse pony snake hamster rabbit bunn
 # "went to X", "attended X": ordinary daily places are not events worth a fact.
 NOT_EVENTS = _set("""
 bed sleep work school home store shop shops supermarket bathroom toilet lunch dinner breakfast town church
-office kitchen grocery groceries mall bank
+office kitchen grocery groceries mall bank place house apartment room
 """)
+# ... and these are never an event whatever their modifiers ("my sister's place", "my mom's house").
+HOME_PLACES = _set("place house apartment room home flat")
 # "I ran X" is an event only for races.
 RACE_HEADS = _set("marathon race 5k 10k half triathlon relay ultramarathon ultra mile miles")
 # "I started X", "I launched X", "I founded X": something that then exists.
@@ -89,7 +91,8 @@ label journal collection series
 NOT_CREATED = _set("""
 mistake mistakes decision decisions choice choices friends friend progress sense point effort plans plan money
 difference call appointment reservation list bed peace fun way time sure mess deal promise comeback noise
-move offer impression attempt living
+move offer impression attempt living team cut playoffs finals list dinner lunch breakfast food coffee tea
+mess
 """)
 # "I joined X", "I'm part of X", "I'm on X": a group one belongs to.
 GROUP_HEADS = _set("""
@@ -110,7 +113,7 @@ african european asian australian brazilian gay lesbian trans bi straight queer 
 down there excited exhausted well alright all very really never thinking busy free late early jewish catholic
 christian muslim hindu buddhist atheist vegan vegetarian human sober pregnant retired monday tuesday wednesday
 thursday friday saturday sunday january february march april may june july august september october november
-december mr mrs ms miss dr
+december mr mrs ms miss dr mom mum dad mother father grandma grandpa nana papa mama auntie babe honey sis bro
 """)
 TITLES = _set("mr mrs ms miss dr prof")
 # Verbs that start a plan after "I'm going to" / "I will" ("I'm going to start therapy"); other verbs there

@@ -101,6 +101,8 @@ def test_ordinary_conversation_is_believed(content, expected):
     "I have a question.", "I made a mistake.", "I went to bed early.", "I'll let you know.", "I'll be fine.",
     "I'm taking a break.", "I got the job!", "I'm all ears.", "I'm in!", "Same here, honestly.",
     "I love my kids so much.", "I'm learning to play.", "I went to see it.", "I'm going to the store.",
+    "I made the team!", "I went to my sister's place.", "I like to cook.", "Mom lives in Ohio.",
+    "I love spending time with my family.", "I'm volunteering at the shelter this weekend.",
 ])
 def test_what_it_cannot_name_exactly_it_does_not_propose(content):
     assert believed(content) == []
