@@ -57,6 +57,9 @@ class Claim:
     quote: str
     byte_start: int
     byte_end: int
+    # From the message's time words (rules/v2): None = the message's occurred_at, and open.
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
 
 
 def lock_source(cursor, project, observation_id):
@@ -183,18 +186,21 @@ def _add_alias(cursor, entity_id, name, canonical, aliases):
                    " WHERE entity_id = %s", [name, entity_id])
 
 
-def _supersede(cursor, source, new_fact_id, subject_id, predicate, valid_from, known_from, registration):
+def _supersede(cursor, source, new_fact_id, subject_id, predicate, valid_from, known_from, registration,
+               object_id=None):
     """Close the slot's current values that start before `valid_from` (formation.md §7.2 steps 7–8).
 
     Locks them first, then takes knowledge time after every lock, so ranges are never empty or reversed.
     The slot is the source's data subject's: another person's value for a shared entity is not touched.
-    Returns the knowledge time of the new fact."""
+    With `object_id` only the values naming that object close, and with no `new_fact_id` nothing replaces
+    them (an ending, "I lost my job as a banker"). Returns (the knowledge time taken, the ids closed)."""
     slot_subject = source.data_subject_id or ""
     cursor.execute(
         "SELECT fact_id FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
         " AND coalesce(data_subject_id, '') = %s"
-        " AND upper_inf(valid) AND upper_inf(known) AND lower(valid) < %s FOR UPDATE",
-        [source.project, subject_id, predicate, slot_subject, valid_from],
+        " AND upper_inf(valid) AND upper_inf(known) AND lower(valid) < %s"
+        + (" AND object_entity_id = %s" if object_id else "") + " FOR UPDATE",
+        [source.project, subject_id, predicate, slot_subject, valid_from, *([object_id] if object_id else [])],
     )
     old_ids = [row[0] for row in cursor.fetchall()]
     if known_from is None:
@@ -232,9 +238,30 @@ def _supersede(cursor, source, new_fact_id, subject_id, predicate, valid_from, k
             [known_from, str(source.observation_id), old_id, old_id,
              source.project, str(source.observation_id), registration["data_subject_id"],
              registration["retention_until"],
-             valid_from, known_from, str(new_fact_id), str(source.observation_id), old_id],
+             valid_from, known_from, new_fact_id and str(new_fact_id), str(source.observation_id), old_id],
         )
-    return known_from
+    return known_from, old_ids
+
+
+def _end_current(cursor, source, claim, subject_id, object_id, registration):
+    """An ending claim: the speaker's current value(s) of the slot end at `claim.valid_until`, with history
+    kept. Returns the id of a value it ended; nothing current to end is a refusal (`not_current`)."""
+    cursor.execute(
+        "SELECT fact_id FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
+        " AND coalesce(data_subject_id, '') = %s AND supersession_source_id = %s AND superseded_by_id IS NULL"
+        " AND upper(valid) = %s" + (" AND object_entity_id = %s" if object_id else "") + " LIMIT 1",
+        [source.project, subject_id, claim.predicate, source.data_subject_id or "", str(source.observation_id),
+         claim.valid_until, *([object_id] if object_id else [])])
+    row = cursor.fetchone()
+    if row is not None:
+        return row[0]  # a retried turn: this message already ended it
+    if object_id is None and claim.cardinality != "one":
+        raise ClaimRefused("not_current")  # "I quit" names no one value of a many-valued slot
+    _, ended = _supersede(cursor, source, None, subject_id, claim.predicate, claim.valid_until, None, registration,
+                          object_id=object_id)
+    if not ended:
+        raise ClaimRefused("not_current")
+    return ended[0]
 
 
 _INSERT_FACT = (
@@ -242,7 +269,7 @@ _INSERT_FACT = (
     "WITH t AS (SELECT coalesce(%s::timestamptz, clock_timestamp()) AS learned),"
     " f AS (INSERT INTO fact (fact_id, scope, subject_entity_id, object_entity_id, predicate, cardinality, statement,"
     "  valid, known, confidence, source_role, data_subject_id, recorded_at, retention_until, version)"
-    "  SELECT %s, %s, %s, %s, %s, %s, %s, tstzrange(%s, NULL), tstzrange(t.learned, NULL), %s, %s, %s, t.learned,"
+    "  SELECT %s, %s, %s, %s, %s, %s, %s, tstzrange(%s, %s::timestamptz), tstzrange(t.learned, NULL), %s, %s, %s, t.learned,"
     "  %s, gen_random_uuid() FROM t RETURNING fact_id),"
     " ev AS (INSERT INTO fact_evidence (scope, fact_id, source_observation_id, source_ordinal, quote, byte_start,"
     "  byte_end, extractor_version, authored_by) SELECT %s, f.fact_id, %s, %s, %s, %s, %s, %s, %s FROM f),"
@@ -294,16 +321,21 @@ def write_claim(cursor, *, source, claim, speaker_terms, authored_by=None, valid
     subject_entity, object_entity = _resolve_ends(
         cursor, source, [end(claim.subject, subject_is_speaker, claim.subject_type),
                          end(claim.object, object_is_speaker, claim.object_type)], registration)
-    valid_from = valid_from or source.occurred_at
+    if claim.valid_until is not None and claim.valid_from is None and valid_from is None:
+        if subject_entity is None:
+            raise ClaimRefused("not_current")
+        return _end_current(cursor, source, claim, subject_entity, object_entity, registration)
+    valid_from = valid_from or claim.valid_from or source.occurred_at
     learned_at = known_from
-    if claim.cardinality == "one" and subject_entity is not None:
-        learned_at = _supersede(cursor, source, new_fact_id, subject_entity, claim.predicate, valid_from,
-                                known_from, registration)
+    # A state stated as over supersedes nothing; the exclusion constraint refuses one that overlaps.
+    if claim.cardinality == "one" and subject_entity is not None and claim.valid_until is None:
+        learned_at, _ = _supersede(cursor, source, new_fact_id, subject_entity, claim.predicate, valid_from,
+                                   known_from, registration)
     try:
         cursor.execute(_INSERT_FACT, [
             learned_at,
             str(new_fact_id), source.project, subject_entity, object_entity, claim.predicate, claim.cardinality,
-            claim.statement, valid_from, claim.confidence, source.role, source.data_subject_id, retention_until,
+            claim.statement, valid_from, claim.valid_until, claim.confidence, source.role, source.data_subject_id, retention_until,
             source.project, str(source.observation_id), source.ordinal, claim.quote, claim.byte_start,
             claim.byte_end, source.extractor_version, authored_by,
             source.project, str(source.observation_id), subject_id_text, retention_until,

@@ -136,7 +136,7 @@ def form_turn(project, observation_id, proposer, *, deadline=None, stats=None, m
         if deadline is not None and time.monotonic() > deadline:
             raise TurnFailure("formation exceeded its turn budget")
         try:
-            proposals = proposer.propose(Message(role=role, content=content), v.predicates)
+            proposals = proposer.propose(Message(role=role, content=content, occurred_at=occurred_at), v.predicates)
         except ProposerError as exc:
             raise TurnFailure(str(exc)) from None
         source = Source(project=project, observation_id=str(observation_id), ordinal=ordinal, role=role,
@@ -152,7 +152,7 @@ def form_turn(project, observation_id, proposer, *, deadline=None, stats=None, m
                     subject=proposal.subject, object=proposal.object, statement=proposal.statement,
                     confidence=verdict.confidence, subject_type=verdict.subject_type,
                     object_type=verdict.object_type, quote=verdict.quote, byte_start=verdict.byte_start,
-                    byte_end=verdict.byte_end)
+                    byte_end=verdict.byte_end, valid_from=proposal.valid_from, valid_until=proposal.valid_until)
                 outcome, value = assert_claim(source=source, claim=claim_, speaker_terms=v.speaker_terms)
                 if outcome == "gone":
                     return False

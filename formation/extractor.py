@@ -1,4 +1,4 @@
-"""Chooses the running proposer from settings (formation.md §4.1): the model client or the rules proposer.
+"""Chooses the running proposer from settings (formation.md §4.1): the model client or a rules proposer.
 
 A partial or unusable model configuration is a startup error. Memoir never falls back to rules on its
 own, because that would silently change the extraction identity of every turn formed afterwards.
@@ -10,10 +10,19 @@ from formation.model import ExtractorConfigError, ModelConfig, ModelProposer
 from formation.prompt import default_prompt
 from formation.proposals import PredicateSpec, Proposer
 from formation.rules import RulesProposer
+from formation.rules_v2 import RulesV2Proposer
 
-__all__ = ["ExtractorConfigError", "build_proposer", "model_config_from_settings"]
+__all__ = ["ExtractorConfigError", "build_proposer", "model_config_from_settings", "rules_proposer"]
 
-MODES = ("auto", "rules", "model")
+# "rules" is the newest rules proposer; "rules/v1" and "rules/v2" name one exactly (existing readings, rebuilds).
+MODES = ("auto", "rules", "model", "rules/v1", "rules/v2")
+RULES_PROPOSERS = {RulesProposer.version: RulesProposer, RulesV2Proposer.version: RulesV2Proposer}
+DEFAULT_RULES_VERSION = RulesV2Proposer.version
+
+
+def rules_proposer(version: str = DEFAULT_RULES_VERSION) -> Proposer:
+    """The rules proposer of one extractor version ("rules/v1", "rules/v2"); KeyError for any other."""
+    return RULES_PROPOSERS[version]()
 DEFAULT_TIMEOUT = 120.0
 # The settings that together make a model usable; the API key is optional.
 _REQUIRED = ("MEMOIR_EXTRACTION_ENDPOINT", "MEMOIR_EXTRACTION_MODEL", "MEMOIR_EXTRACTION_ALLOWLIST")
@@ -79,13 +88,15 @@ def build_proposer(
     if mode not in MODES:
         raise ExtractorConfigError(f"MEMOIR_EXTRACTOR must be one of {', '.join(MODES)}, not {mode!r}")
     if mode == "rules":
-        return RulesProposer()
+        return rules_proposer()
+    if mode in RULES_PROPOSERS:
+        return rules_proposer(mode)
     config = model_config_from_settings(settings_obj)
     if config is None:
         if mode == "model":
             raise ExtractorConfigError(
                 "MEMOIR_EXTRACTOR=model but no model is configured; set " + ", ".join(_REQUIRED)
             )
-        return RulesProposer()
+        return rules_proposer()
     default_prompt()  # a broken prompt file is a startup error too
     return ModelProposer(config, vocabulary=vocabulary, unresolvable=unresolvable)

@@ -86,7 +86,11 @@ def judge(
         return Refused(proposal, "unlocatable_quote")
     if proposal.polarity != "asserted":
         return Refused(proposal, "not_asserted")
-    if not (proposal.tense == "present" or (proposal.tense == "past" and spec.event)):
+    # A past state is admitted only when its proposer says when it ended (rules/v2): a closed range, or the
+    # end of the value the store already holds ("I lost my job as a banker").
+    closed = proposal.valid_until is not None and (
+        proposal.valid_from is None or proposal.valid_from < proposal.valid_until)
+    if not (proposal.tense == "present" or (proposal.tense == "past" and (spec.event or closed))):
         return Refused(proposal, "not_current")
     key = (spec.name, subject, normalize(proposal.object))
     if key in admitted:

@@ -5,6 +5,7 @@ A proposer only proposes. Admission, quote location and spans belong to the gate
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 # An error text is stored on the observation (formation_error, cut to 2000 chars); bound it here
@@ -18,6 +19,7 @@ class Message:
 
     role: str
     content: str
+    occurred_at: datetime | None = None  # what time words resolve against (rules/v2); None = unknown
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,10 @@ class Proposal:
     tense: str
     subject_type: str = ""
     object_type: str = ""
+    # From time words (rules/v2): when the claim starts holding, and for a state stated as over, when it ended.
+    # None leaves the valid time at the message's occurred_at and open.
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
 
 
 class ProposerError(Exception):

@@ -16,7 +16,7 @@ REFUSAL_REASONS = (
     "entity_name_limit",
 )
 # Extractor versions: a fixed list plus the model pattern (formation.md §10).
-FIXED_EXTRACTOR_VERSIONS = ("rules/v1", "curated/v1")
+FIXED_EXTRACTOR_VERSIONS = ("rules/v1", "curated/v1", "rules/v2")
 MODEL_EXTRACTOR_VERSION_RE = r"^extract/v2:[a-f0-9]{64}$"
 
 

@@ -426,6 +426,9 @@ class Fact(models.Model):
             models.Index(fields=["project", "subject_entity", "predicate"], name="fact_slot_idx"),
             models.Index(fields=["superseded_by"], name="fact_superseded_by_idx"),
             models.Index(fields=["supersession_source"], name="fact_supersession_source_idx"),
+            # Named speakers: a project-wide recall finds the speaker a given name belongs to (memory.recall).
+            models.Index(fields=["object_entity"], condition=Q(predicate="has_name", valid__upper_inf=True,
+                                                               known__upper_inf=True), name="fact_has_name_idx"),
         ]
         triggers = [
             pgtrigger.Trigger(name="fact_record_version", when=pgtrigger.Before, operation=pgtrigger.Update,

@@ -149,10 +149,29 @@ _ANCHOR_SUBJECT = (
 )
 
 
+# Named speakers (issue 12): a person's speaker entity is anchored by the name they gave ("My name is
+# Caroline", "I'm Caroline": a current has_name fact of that speaker) or by the label registered with their
+# data subject. The anchor shows the name, never the subject id.
+_ANCHOR_SPEAKER_NAMES = (
+    " UNION ALL"
+    " SELECT s.entity_id::text, o.canonical_name, s.entity_type, o.normalized_name FROM entity o"
+    " JOIN fact f ON f.object_entity_id = o.entity_id AND f.scope = o.scope AND f.predicate = 'has_name'"
+    "  AND upper_inf(f.valid) AND upper_inf(f.known) AND (f.retention_until IS NULL OR f.retention_until > now())"
+    " JOIN entity s ON s.entity_id = f.subject_entity_id AND s.identity_kind = 'speaker'"
+    " WHERE o.scope = %(project)s AND o.identity_kind = 'named' AND o.normalized_name = ANY(%(terms)s::text[])"
+    " UNION ALL"
+    " SELECT s.entity_id::text, ds.label, s.entity_type, n.label FROM data_subject ds"
+    " CROSS JOIN LATERAL (SELECT regexp_replace(lower(btrim(ds.label)), '\\s+', ' ', 'g') AS label) n"
+    " JOIN entity s ON s.scope = ds.scope AND s.identity_kind = 'speaker' AND s.speaker_subject_id = ds.subject_id::text"
+    " WHERE ds.scope = %(project)s AND ds.label <> '' AND n.label = ANY(%(terms)s::text[])"
+)
+
+
 def _anchors(cursor, project, found, subject):
-    sql = _ANCHOR_NAMED + (_ANCHOR_SUBJECT if subject else "") + f" LIMIT {MAX_ANCHORS + 1}"
+    named = _ANCHOR_NAMED + ("" if subject else _ANCHOR_SPEAKER_NAMES)
+    sql = named + (_ANCHOR_SUBJECT if subject else "") + f" LIMIT {MAX_ANCHORS + 1}"
     cursor.execute(sql, {"project": project, "terms": found, "subject": subject}, prepare=True)
-    rows = cursor.fetchall()
+    rows = list({row[0]: row for row in cursor.fetchall()}.values())  # a speaker named twice anchors once
     if len(rows) > MAX_ANCHORS:
         raise _invalid_question("the question matches too many entities")
     rows.sort(key=lambda row: (-len(row[3]), row[1], row[0]))

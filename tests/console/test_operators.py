@@ -226,7 +226,7 @@ def test_project_list_and_formation_health(console, committed, live_server_url, 
     page.goto("/console/formation/health/")
     row = page.locator(f'#formation-projects tr[data-project="{name}"]')
     assert row.locator(".backlog").inner_text() == "2" and row.locator(".parked").inner_text() == "0"
-    assert page.locator("#extractor").inner_text() == "rules/v1"
+    assert page.locator("#extractor").inner_text() == "rules/v2"
     assert re.match(r"^\d+ / \d+$", page.locator("#backlog-budget").inner_text())
     drain(committed, name)
     page.reload()

@@ -1,0 +1,66 @@
+"""Named speakers (issue 12): the name a person gives ("I'm Caroline", "My name is Caroline") anchors their
+speaker entity, so a recall with no subject reaches their facts by name, and no recall body shows the raw
+data_subject_id."""
+import json
+import uuid
+
+import pytest
+
+from formation.driver import drain
+from formation.rules_v2 import RulesV2Proposer
+from governance.subjects import register_subject
+
+from .conftest import observe_turn, recall_ok
+
+pytestmark = pytest.mark.django_db
+CAROLINE = "subject-7d1c0a9e-caroline"
+MELANIE = "subject-2b6f44c1-melanie"
+
+
+def form(project):
+    return drain(project, proposer=RulesV2Proposer())
+
+
+def test_a_name_said_by_the_speaker_anchors_them_for_a_recall_without_subject(project, auth):
+    observe_turn(project, "I'm Caroline, by the way. I live in Boston.", subject=CAROLINE)
+    observe_turn(project, "Hi, I'm Melanie! I live in Denver.", subject=MELANIE)
+    assert form(project).turns_formed == 2
+    bundle = recall_ok(auth, question="Where does Caroline live?")
+    lives = [fact for fact in bundle["facts"] if fact["predicate"] == "lives_in"]
+    assert [fact["object"] for fact in lives] == ["Boston"]
+    assert lives[0]["evidence"]["quote"] == "I live in Boston"
+    assert {anchor["name"] for anchor in bundle["anchors"]} == {"Caroline"}  # the name entity and the speaker
+    raw = json.dumps(bundle)
+    assert CAROLINE not in raw and MELANIE not in raw
+
+
+def test_my_name_is_in_one_turn_anchors_facts_from_another(project, auth):
+    observe_turn(project, "My name is Caroline.", subject=CAROLINE)
+    observe_turn(project, "I moved to Denver last month.", subject=CAROLINE)
+    observe_turn(project, "I live in Paris.", subject=MELANIE)
+    form(project)
+    bundle = recall_ok(auth, question="Where does Caroline live?")
+    assert {fact["object"] for fact in bundle["facts"] if fact["predicate"] == "lives_in"} == {"Denver"}
+    for body in (bundle, recall_ok(auth, question="Who is Caroline?"),
+                 recall_ok(auth, question="Where does Caroline live?", data_subject_id=CAROLINE)):
+        assert CAROLINE not in json.dumps(body) and MELANIE not in json.dumps(body)
+
+
+def test_a_name_that_was_only_mentioned_does_not_anchor_the_speaker(project, auth):
+    observe_turn(project, "My friend Caroline is an artist. I live in Oslo.", subject=MELANIE)
+    form(project)
+    bundle = recall_ok(auth, question="Where does Caroline live?")
+    assert "Oslo" not in {fact["object"] for fact in bundle["facts"] if fact["predicate"] == "lives_in"}
+
+
+def test_the_label_registered_with_the_subject_anchors_their_speaker(project, auth):
+    subject, _ = register_subject(project=project, idempotency_key=str(uuid.uuid4()), label="Caroline  Jones",
+                                  principal="operator", principal_kind="operator")
+    observe_turn(project, "I moved to Lisbon last month.", subject=subject.id)
+    observe_turn(project, "I live in Rome.", subject=MELANIE)
+    form(project)
+    bundle = recall_ok(auth, question="Where does Caroline Jones live?")
+    assert [fact["object"] for fact in bundle["facts"] if fact["predicate"] == "lives_in"] == ["Lisbon"]
+    assert subject.id not in json.dumps(bundle) and MELANIE not in json.dumps(bundle)
+    # A name nobody holds anchors no one.
+    assert recall_ok(auth, question="Where does Carla live?")["facts"] == []
