@@ -1,8 +1,8 @@
-"""`memoir_formation drain|status|parked|unpark`: the formation driver from the shell."""
+"""`memoir_formation drain|status|parked|unpark|rebuild`: the formation driver from the shell."""
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from formation import driver
+from formation import driver, rebuild
 from formation.kick import kick_drain
 from governance import audit
 from memory.errors import DomainError
@@ -22,6 +22,15 @@ class Command(BaseCommand):
         unpark = sub.add_parser("unpark")
         unpark.add_argument("--project", required=True)
         unpark.add_argument("observation_id")
+        rebuild_parser = sub.add_parser("rebuild", help="extractor rebuild: start (or --dry-run), status, cancel")
+        rebuild_parser.add_argument("rebuild_action", choices=("start", "status", "cancel"))
+        rebuild_parser.add_argument("--project", required=True)
+        rebuild_parser.add_argument("--to", dest="target", default=None,
+                                    help="rules/v1, rules/v2, model, or extract/v2:<hash> (start only)")
+        rebuild_parser.add_argument("--dry-run", action="store_true",
+                                    help="report the facts each predicate would gain and lose; change nothing")
+        rebuild_parser.add_argument("--keep-orphans", action="store_true",
+                                    help="do not purge entities the rebuild leaves with nothing")
 
     def handle(self, *args, action, **options):
         try:
@@ -65,3 +74,33 @@ class Command(BaseCommand):
         driver.unpark(project=project, observation_id=observation_id, principal=audit.CLI_PRINCIPAL,
                       kick=kick_drain)
         self.stdout.write(f"unparked {observation_id}")
+
+    def do_rebuild(self, rebuild_action, project, target, dry_run, keep_orphans, **_):
+        if rebuild_action == "start":
+            if not target:
+                raise CommandError("rebuild start needs --to VERSION")
+            out = rebuild.start(project=project, target=target, principal=audit.CLI_PRINCIPAL, dry_run=dry_run,
+                                clean_up=not keep_orphans, kick=rebuild.kick_rebuild)
+            if dry_run:
+                self.stdout.write(f"dry run: {out['sources']} sources would be re-formed under"
+                                  f" {out['target_version']}: +{out['facts_gained']} -{out['facts_lost']} facts")
+                for predicate, change in out["predicates"].items():
+                    self.stdout.write(f"{predicate}\tgain={change['gain']}\tlose={change['lose']}")
+                return
+            self._write_job(out)
+        elif rebuild_action == "cancel":
+            self._write_job(rebuild.cancel(project=project, principal=audit.CLI_PRINCIPAL))
+        else:
+            job = rebuild.latest_job(project=project)
+            audit.record("formation.rebuild", audit.CLI_PRINCIPAL, "operator", project, 0)
+            if job is None:
+                self.stdout.write("no rebuild for this project")
+                return
+            self._write_job(job)
+
+    def _write_job(self, job):
+        self.stdout.write(
+            f"{job['state']}\tto={job['target_version']}\treinterpreted_through={job['reinterpreted_through']}"
+            f"\treinterpreting_through={job['reinterpreting_through']}\tacknowledged={job['sources_acknowledged']}"
+            f"\tskipped={job['sources_skipped']}\tgained={job['facts_gained']}\tlost={job['facts_lost']}"
+            f"\tentities_purged={job['entities_purged']}\tfacts_purged={job['facts_purged']}")
