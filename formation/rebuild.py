@@ -19,10 +19,10 @@ from governance import audit
 from governance.purge import purge_within
 from memory.closed_sets import FIXED_EXTRACTOR_VERSIONS, MODEL_EXTRACTOR_VERSION_RE
 from memory.errors import Conflict, Invalid, NotFound, Unavailable
-from memory.locks import advisory_xact_lock
 
+from . import ids
 from . import vocabulary as vocab
-from .claims import Claim, ClaimRefused, Source, claim_fact_id, reject_claim, write_claim
+from .claims import Claim, ClaimRefused, Source, claim_fact_id, write_claim
 from .gates import Admitted, judge
 from .proposals import Message, ProposerError
 from .text import normalize
@@ -283,18 +283,18 @@ def _write_reading(cursor, reading, kept, existing, speaker_terms, outcome):
     for item in reading.planned:
         source = item.source
         if item.claim is None:
-            _refuse(item, item.reason)
+            _refuse(cursor, item, item.reason)
             continue
         claim = item.claim
         new = item.fact_id not in existing
         if new and claim.cardinality == "one" and _curated_holds_slot(cursor, source, claim, speaker_terms):
-            _refuse(item, "conflicting_value")
+            _refuse(cursor, item, "conflicting_value")
             continue
         try:
             with transaction.atomic():
                 fact_id = write_claim(cursor, source=source, claim=claim, speaker_terms=speaker_terms)
         except ClaimRefused as refusal:
-            _refuse(item, refusal.reason)
+            _refuse(cursor, item, refusal.reason)
             continue
         if fact_id is None:
             continue  # a person retracted this claim: it never comes back
@@ -312,48 +312,88 @@ def _write_reading(cursor, reading, kept, existing, speaker_terms, outcome):
             outcome.gained[claim.predicate] += 1
 
 
-def _refuse(item, reason):
-    p = item.proposal
-    reject_claim(source=item.source, predicate=p.predicate, subject=p.subject, object=p.object,
-                 statement=p.statement, quote=p.quote, reason=reason)
+def _refuse(cursor, item, reason):
+    """One refusal with the proposer's own words, registered for erasure, in one round trip (the caller holds
+    the source lock and has moved the pin)."""
+    p, source = item.proposal, item.source
+    claim_id = str(ids.rejected_claim_id(source.project, source.observation_id, source.ordinal, p.predicate,
+                                         p.statement, p.quote, reason, source.extractor_version))
+    cursor.execute(
+        "WITH r AS (INSERT INTO rejected_claim (rejected_claim_id, scope, source_observation_id, source_ordinal,"
+        "  predicate, subject, object, statement, quote, reason, extractor_version, data_subject_id, recorded_at)"
+        "  SELECT %s, o.scope, o.observation_id, %s, %s, %s, %s, %s, %s, %s, %s, o.data_subject_id, now()"
+        "  FROM observation o WHERE o.observation_id = %s ON CONFLICT (rejected_claim_id) DO NOTHING"
+        "  RETURNING rejected_claim_id)"
+        " INSERT INTO projection_dependency (scope, source_observation_id, projection_kind, projection_id,"
+        " data_subject_id, retention_until, pipeline_version, registered_at)"
+        " SELECT o.scope, o.observation_id, 'rejected_claim', r.rejected_claim_id::text, o.data_subject_id,"
+        " o.retention_until, 'v1', now() FROM r, observation o WHERE o.observation_id = %s ON CONFLICT DO NOTHING",
+        [claim_id, source.ordinal, p.predicate, p.subject, p.object, p.statement, p.quote, reason,
+         source.extractor_version, source.observation_id, source.observation_id])
 
 
-def replace_reading(*, project, job_id, owner, reading, speaker_terms, lease_seconds, cursor_to=None, skipped_before=0):
+def replace_reading(*, project, job_id, owner, reading, speaker_terms, lease_seconds, cursor_to=None,
+                    skipped_before=0):
     """The one transaction for one source. `cursor_to` moves the job's cursor to this source's offset (None
     for a straggler past the job's range); `skipped_before` counts sources passed over on the way here."""
     outcome = SourceOutcome("acknowledged")
     with transaction.atomic(), connection.cursor() as cursor:
-        target = _fence(cursor, job_id, owner, lease_seconds)
-        advisory_xact_lock(cursor, "claim-source", project, reading.observation_id)
-        cursor.execute("SELECT extractor_version, formed_at IS NOT NULL FROM observation"
-                       " WHERE scope = %s AND observation_id = %s FOR KEY SHARE", [project, reading.observation_id])
+        # One round trip: the fence (the job row, while this lease is live), then the claim-source lock every
+        # formation writer takes, then the row's key share (an erasure's FOR UPDATE queues behind it).
+        cursor.execute(
+            "WITH j AS (UPDATE formation_rebuild SET lease_until = now() + make_interval(secs => %s)"
+            "  WHERE job_id = %s AND state = 'running' AND lease_owner = %s AND lease_until > now()"
+            "  RETURNING target_version)"
+            " SELECT j.target_version, s.extractor_version, s.formed FROM j LEFT JOIN LATERAL ("
+            "  SELECT o.extractor_version, o.formed_at IS NOT NULL AS formed FROM"
+            "  (SELECT pg_advisory_xact_lock(hashtextextended('memoir:claim-source:' || %s || ':' || %s, 0))) l,"
+            "  observation o WHERE o.scope = %s AND o.observation_id = %s FOR KEY SHARE OF o) s ON true",
+            [float(lease_seconds), job_id, owner, project, reading.observation_id, project, reading.observation_id])
         row = cursor.fetchone()
         if row is None:
+            raise LeaseLost()
+        target, pin, formed = row
+        if formed is None:
             outcome.state = "gone"  # erased before the job reached it: in neither count, nothing written
-        elif row[0] == target or not row[1]:
+        elif pin == target or not formed:
             outcome.state = "skipped"
         else:
-            old = _old_reading(cursor, project, reading.observation_id)
-            expected = reading.expected()
-            lost = set(old) - set(expected)
-            kept = set(old) & set(expected)
-            _close_lost(cursor, project, reading.observation_id, lost)
-            outcome.lost.update(old[fact_id] for fact_id in lost)
-            if kept:
-                cursor.execute("DELETE FROM fact_evidence WHERE scope = %s AND source_observation_id = %s"
-                               " AND fact_id = ANY(%s::uuid[]) AND authored_by IS NULL",
-                               [project, reading.observation_id, list(kept)])
-            # Refusals are diagnostics of a reading, not history: the old extractor's go with it.
-            cursor.execute("DELETE FROM rejected_claim WHERE scope = %s AND source_observation_id = %s",
-                           [project, reading.observation_id])
-            cursor.execute("UPDATE observation SET extractor_version = %s WHERE scope = %s AND observation_id = %s",
-                           [target, project, reading.observation_id])
-            cursor.execute("SELECT fact_id::text FROM fact WHERE fact_id = ANY(%s::uuid[])",
-                           [list(expected)])
-            existing = {r[0] for r in cursor.fetchall()}
-            _write_reading(cursor, reading, kept, existing, speaker_terms, outcome)
+            _replace(cursor, project, reading, target, speaker_terms, outcome)
         _advance(cursor, job_id, outcome, cursor_to=cursor_to, skipped_before=skipped_before)
     return outcome
+
+
+def _replace(cursor, project, reading, target, speaker_terms, outcome):
+    expected = reading.expected()
+    # The old reading (after the lock, so a retraction that just committed is seen) and which of the new
+    # reading's fact ids already exist, in one round trip.
+    cursor.execute(
+        "SELECT f.fact_id::text, f.predicate, true FROM fact_evidence x JOIN fact f ON f.fact_id = x.fact_id"
+        " WHERE x.scope = %s AND x.source_observation_id = %s AND x.authored_by IS NULL"
+        " AND x.extractor_version <> %s AND upper_inf(f.known)"
+        " UNION ALL SELECT fact_id::text, predicate, false FROM fact WHERE fact_id = ANY(%s::uuid[])",
+        [project, reading.observation_id, CURATED_VERSION, list(expected)])
+    old, existing = {}, set()
+    for fact_id, predicate, is_old in cursor.fetchall():
+        if is_old:
+            old[fact_id] = predicate
+        else:
+            existing.add(fact_id)
+    lost = set(old) - set(expected)
+    kept = set(old) & set(expected)
+    _close_lost(cursor, project, reading.observation_id, lost)
+    outcome.lost.update(old[fact_id] for fact_id in lost)
+    # Kept facts lose the old extractor's evidence (the new one's is written below); refusals are diagnostics
+    # of a reading, not history, so the old extractor's go with it; then the pin moves (the trigger lets it
+    # only for the running job's target).
+    cursor.execute(
+        "WITH e AS (DELETE FROM fact_evidence WHERE scope = %s AND source_observation_id = %s"
+        "  AND fact_id = ANY(%s::uuid[]) AND authored_by IS NULL),"
+        " r AS (DELETE FROM rejected_claim WHERE scope = %s AND source_observation_id = %s)"
+        " UPDATE observation SET extractor_version = %s WHERE scope = %s AND observation_id = %s",
+        [project, reading.observation_id, list(kept), project, reading.observation_id, target, project,
+         reading.observation_id])
+    _write_reading(cursor, reading, kept, existing, speaker_terms, outcome)
 
 
 def _advance(cursor, job_id, outcome, *, cursor_to, skipped_before=0):
@@ -534,6 +574,11 @@ def _note_failure(job_id, owner, lease_seconds, offset, skip):
                            [job_id])
 
 
+def _commits(*, durable):
+    with connection.cursor() as cursor:
+        cursor.execute("RESET synchronous_commit" if durable else "SET synchronous_commit = off")
+
+
 def _try_drain_lock(project):
     """The formation driver's per-project session lock (driver._try_lock): held, no drain forms a turn."""
     with connection.cursor() as cursor:
@@ -564,6 +609,9 @@ def run_slice(project, *, budget=None, lease_seconds=None):
     started = time.monotonic()
     result = SliceResult("more")
     cursor_at = -1 if done_through is None else done_through
+    # Like formation's own commits (driver._formation_commits): a crash loses only the newest source
+    # transactions, in order, each with its cursor move, so the job simply redoes them.
+    _commits(durable=False)
     try:
         while True:  # at least one source per slice, however small the budget
             with connection.cursor() as cursor:
@@ -584,6 +632,7 @@ def run_slice(project, *, budget=None, lease_seconds=None):
         result.state = "lost"
         return result
     finally:
+        _commits(durable=True)
         if result.state in ("more", "waiting"):
             try:
                 _release_lease(job_id, owner)

@@ -35,6 +35,8 @@ TURNS = [
     "I prefer tea.",              # kept, and the model adds interested_in tea
     "I'm a mix of excited and scared.",  # junk has_role, purged
     "Hello there.",               # nothing either way
+    "I don't live in Paris.",     # a rules/v1 refusal (denied), which goes with the old reading
+    "Maybe later.",               # the model's claim is refused by the gates (its quote is not in the message)
 ]
 REPLIES = {
     "I live in Dublin.": reply(claim("lives_in", "Dublin", "I live in Dublin")),
@@ -42,6 +44,7 @@ REPLIES = {
     "I use Python.": reply(claim("uses", "Python", "I use Python")),
     "I prefer tea.": reply(claim("prefers", "tea", "I prefer tea"), claim("interested_in", "tea", "I prefer tea")),
     "I live in Limerick.": reply(claim("lives_in", "Limerick", "I live in Limerick")),
+    "Maybe later.": reply(claim("intends_to", "leave", "I will leave")),
 }
 
 
@@ -128,6 +131,8 @@ def test_rebuild_replaces_readings_keeps_human_records_and_history(committed, mo
         assert _current(cursor, project, "interested_in") == [("tea", version)]
         assert sorted(_current(cursor, project, "prefers")) == [("coffee", "curated/v1"), ("tea", version)]
         assert _current(cursor, project, "uses") == [] and _current(cursor, project, "has_role") == []
+        cursor.execute("SELECT reason, extractor_version FROM rejected_claim WHERE scope = %s", [project])
+        assert cursor.fetchall() == [("unlocatable_quote", version)]
         # Retraction intact and not regenerated; the human records untouched.
         cursor.execute("SELECT count(*) FROM record_retraction WHERE scope = %s", [project])
         assert cursor.fetchone()[0] == 2
