@@ -69,6 +69,7 @@ CONSOLE_PAGES = (
     ("ledger_activity", "Ledger activity", "console_ledger_activity", "governance.view_auditentry"),
     ("seal_now", "Seal now", "console_seal_now", "governance.seal_audit"),
     ("verify_chain", "Verify chain", "console_verify_chain", "governance.verify_audit"),
+    ("extractor_rebuild", "Extractor rebuild", "console_extractor_rebuild", "memory.run_rebuild"),
 )
 
 
@@ -86,6 +87,8 @@ class MemoirAdminSite(admin.AdminSite):
         return response
 
     def get_urls(self):
+        from formation import console as rebuild_console
+
         from . import console_views as v
 
         def page(route, view, name):
@@ -102,6 +105,7 @@ class MemoirAdminSite(admin.AdminSite):
             page("governance/auditentry/activity/", v.ledger_activity, "console_ledger_activity"),
             page("governance/auditseal/seal/", v.seal_now, "console_seal_now"),
             page("governance/auditseal/verify/", v.verify_chain, "console_verify_chain"),
+            page("formation/rebuild/", rebuild_console.rebuild_page, "console_extractor_rebuild"),
         ] + super().get_urls()
 
     def get_app_list(self, request, app_label=None):
