@@ -15,7 +15,7 @@ PERMISSION = "memory.run_rebuild"
 class RebuildForm(forms.Form):
     project = forms.ModelChoiceField(queryset=Project.objects.none(), to_field_name="name")
     target = forms.CharField(max_length=80, initial="rules/v2",
-                             help_text="rules/v1, rules/v2, model (the configured model) or extract/v2:<hash>")
+                             help_text="rules/v1, rules/v2, model (the configured model) or extract/v2:HASH")
     clean_up = forms.BooleanField(required=False, initial=True,
                                   help_text="purge entities the rebuild leaves with no current fact or human record")
 

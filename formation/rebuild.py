@@ -286,6 +286,11 @@ def _write_reading(cursor, reading, kept, existing, speaker_terms, outcome):
             _refuse(cursor, item, item.reason)
             continue
         claim = item.claim
+        if item.fact_id in kept:
+            # The same fact, current and never retracted (a retraction closes knowledge): only its evidence
+            # changes to the new extractor's, so the claim writer has nothing to decide.
+            _insert_evidence(cursor, source, claim, item.fact_id)
+            continue
         new = item.fact_id not in existing
         if new and claim.cardinality == "one" and _curated_holds_slot(cursor, source, claim, speaker_terms):
             _refuse(cursor, item, "conflicting_value")
@@ -299,17 +304,18 @@ def _write_reading(cursor, reading, kept, existing, speaker_terms, outcome):
         if fact_id is None:
             continue  # a person retracted this claim: it never comes back
         fact_id = str(fact_id)
-        if fact_id in kept:
-            # The same fact under the new reading: its evidence is the new extractor's now.
-            cursor.execute(
-                "INSERT INTO fact_evidence (scope, fact_id, source_observation_id, source_ordinal, quote,"
-                " byte_start, byte_end, extractor_version, authored_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NULL)"
-                " ON CONFLICT DO NOTHING",
-                [source.project, fact_id, source.observation_id, source.ordinal, claim.quote, claim.byte_start,
-                 claim.byte_end, source.extractor_version])
-        elif fact_id not in existing:
+        if fact_id not in existing:
             existing.add(fact_id)
             outcome.gained[claim.predicate] += 1
+
+
+def _insert_evidence(cursor, source, claim, fact_id):
+    cursor.execute(
+        "INSERT INTO fact_evidence (scope, fact_id, source_observation_id, source_ordinal, quote, byte_start,"
+        " byte_end, extractor_version, authored_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NULL)"
+        " ON CONFLICT DO NOTHING",
+        [source.project, fact_id, source.observation_id, source.ordinal, claim.quote, claim.byte_start,
+         claim.byte_end, source.extractor_version])
 
 
 def _refuse(cursor, item, reason):
