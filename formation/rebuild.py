@@ -246,7 +246,7 @@ def _close_lost(cursor, project, observation_id, lost_ids):
                 "WITH t AS (SELECT greatest(%s::timestamptz, lower(known) + interval '1 microsecond') AS at"
                 "  FROM fact WHERE fact_id = %s),"
                 " h AS (INSERT INTO fact_history (history_id, scope, fact_id, valid, known, source_observation_id)"
-                "  SELECT gen_random_uuid(), f.scope, f.fact_id, f.valid, tstzrange(lower(f.known), t.at), %s"
+                "  SELECT gen_random_uuid(), f.scope, f.fact_id, f.valid, tstzrange(lower(f.known), t.at), %s::uuid"
                 "  FROM fact f, t WHERE f.fact_id = %s RETURNING history_id),"
                 " inherited AS (INSERT INTO projection_dependency (scope, source_observation_id, projection_kind,"
                 "  projection_id, data_subject_id, retention_until, pipeline_version, registered_at)"
@@ -327,7 +327,8 @@ def _refuse(cursor, item, reason):
     cursor.execute(
         "WITH r AS (INSERT INTO rejected_claim (rejected_claim_id, scope, source_observation_id, source_ordinal,"
         "  predicate, subject, object, statement, quote, reason, extractor_version, data_subject_id, recorded_at)"
-        "  SELECT %s, o.scope, o.observation_id, %s, %s, %s, %s, %s, %s, %s, %s, o.data_subject_id, now()"
+        "  SELECT %s::uuid, o.scope, o.observation_id, %s::integer, %s::text, %s::text, %s::text, %s::text,"
+        "  %s::text, %s::text, %s::text, o.data_subject_id, now()"
         "  FROM observation o WHERE o.observation_id = %s ON CONFLICT (rejected_claim_id) DO NOTHING"
         "  RETURNING rejected_claim_id)"
         " INSERT INTO projection_dependency (scope, source_observation_id, projection_kind, projection_id,"
@@ -469,8 +470,8 @@ def start(*, project, target, principal, principal_kind="operator", dry_run=Fals
                 "INSERT INTO formation_rebuild (job_id, scope, target_version, state, clean_up,"
                 " reinterpreting_through, sources_acknowledged, sources_skipped, facts_gained, facts_lost,"
                 " entities_purged, facts_purged, source_attempts, started_by, started_at)"
-                " SELECT %s, %s, %s, 'running', %s, coalesce((SELECT max(log_offset) FROM observation"
-                "  WHERE scope = %s), -1), 0, 0, 0, 0, 0, 0, 0, %s, now()",
+                " SELECT %s::uuid, %s::text, %s::text, 'running', %s::boolean, coalesce((SELECT max(log_offset)"
+                "  FROM observation WHERE scope = %s), -1), 0, 0, 0, 0, 0, 0, 0, %s::text, now()",
                 [str(uuid.uuid4()), project, proposer.version, bool(clean_up), project, principal])
             audit.record("formation.rebuild.start", principal, principal_kind, project, 1)
             if kick is not None:
