@@ -10,6 +10,7 @@ import logging
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -39,6 +40,7 @@ MODEL_TARGET = "model"  # the configured model, whatever its version hash is
 BATCH = 64  # sources read per cursor query
 CLEAN_UP_BATCH = 32  # orphaned entities purged per transaction (one ledger row each)
 MAX_SOURCE_ATTEMPTS = 3  # proposer failures at one source before the job skips it
+READ_AHEAD = 4  # sources proposed concurrently ahead of the writer
 
 
 class LeaseLost(Exception):
@@ -652,8 +654,9 @@ def run_slice(project, *, budget=None, lease_seconds=None):
 def _walk(project, job_id, owner, rows, target, proposer, v, lease_seconds, attempts, started, budget, result):
     """Process one batch of rows in log order. Returns the offset reached, or None to end the slice."""
     skipped_before, passed_to = 0, None
-    pending = [r for r in rows if r[2] == "turn" and r[3] and r[5] != target]
+    pending = [r for r in rows if r[2] == "turn" and r[3] and not r[4] and r[5] != target]
     messages = _messages([r[0] for r in pending])
+    readings = _ReadAhead(project, pending, messages, proposer, v)
     for oid, offset, kind, formed, parked, pin in rows:
         if kind != "turn":
             passed_to = offset  # curated records and artifacts are not readings of an extractor
@@ -670,7 +673,7 @@ def _walk(project, job_id, owner, rows, target, proposer, v, lease_seconds, atte
             _flush(job_id, owner, lease_seconds, passed_to, skipped_before)
             return None
         try:
-            reading = read_source(project, oid, offset, messages.get(oid, []), proposer, v)
+            reading = readings.get(oid)
         except ProposerError:
             _flush(job_id, owner, lease_seconds, passed_to, skipped_before)
             _note_failure(job_id, owner, lease_seconds, offset, skip=attempts + 1 >= MAX_SOURCE_ATTEMPTS)
@@ -683,6 +686,36 @@ def _walk(project, job_id, owner, rows, target, proposer, v, lease_seconds, atte
         result.sources += 1
     _flush(job_id, owner, lease_seconds, passed_to, skipped_before)
     return rows[-1][1]
+
+
+class _ReadAhead:
+    """Readings of the next few sources, proposed concurrently while the earlier ones are written: a model
+    call is mostly waiting. Few at a time (READ_AHEAD), so a slice that stops early wastes little."""
+
+    def __init__(self, project, pending, messages, proposer, v):
+        self.project, self.pending, self.messages, self.proposer, self.v = project, pending, messages, proposer, v
+        self.position = {row[0]: i for i, row in enumerate(pending)}
+        self.futures = {}
+
+    def _read(self, row):
+        return read_source(self.project, row[0], row[1], self.messages.get(row[0], []), self.proposer, self.v)
+
+    def get(self, observation_id):
+        if observation_id not in self.futures:
+            start = self.position[observation_id]
+            for row in self.pending[start:start + READ_AHEAD]:
+                if row[0] not in self.futures:
+                    self.futures[row[0]] = _pool().submit(self._read, row)
+        return self.futures.pop(observation_id).result()
+
+
+_executor = []
+
+
+def _pool():
+    if not _executor:
+        _executor.append(ThreadPoolExecutor(max_workers=READ_AHEAD, thread_name_prefix="rebuild-read"))
+    return _executor[0]
 
 
 def _flush(job_id, owner, lease_seconds, passed_to, skipped):
