@@ -70,7 +70,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='rebuildjob',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('target_version__in', ('rules/v1', 'curated/v1')), ('target_version__regex', '^extract/v2:[a-f0-9]{64}$'), _connector='OR'), models.Q(('target_version', 'curated/v1'), _negated=True)), name='formation_rebuild_target_chk'),
+            constraint=models.CheckConstraint(condition=models.Q(('target_version__regex', '^(rules/v[1-9][0-9]*|extract/v2:[a-f0-9]{64})$')), name='formation_rebuild_target_chk'),
         ),
         migrations.AddConstraint(
             model_name='rebuildjob',
