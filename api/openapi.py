@@ -152,7 +152,10 @@ INTERVAL = obj({"from": nullable(TS), "until": nullable(TS), "from_inclusive": B
 ID_CURSOR = obj({"id": UUID})
 
 OBSERVATION_RECEIPT = obj({"id": UUID, "scope": STRING, "log_offset": COUNT})
-FRESHNESS = obj({"scope": STRING, "stored": nullable(COUNT), "formed": nullable(COUNT), "parked": COUNT})
+REBUILDING = obj({"reinterpreted_through": nullable(COUNT), "reinterpreting_through": INTEGER,
+                  "sources_acknowledged": COUNT, "sources_skipped": COUNT})
+FRESHNESS = obj({"scope": STRING, "stored": nullable(COUNT), "formed": nullable(COUNT), "parked": COUNT},
+                {"rebuilding": REBUILDING})
 
 RECALL_EVIDENCE = obj({
     "observation_id": {"type": "string", "description": "\"\" when the source turn is gone"},

@@ -16,6 +16,7 @@ app.conf.task_queues = (Queue("default"), Queue("formation"))
 app.conf.task_routes = {
     "formation.tasks.drain_project": {"queue": "formation"},
     "formation.tasks.compaction_pass": {"queue": "formation"},
+    "formation.tasks.rebuild_slice": {"queue": "formation"},
 }
 app.conf.beat_schedule = {
     "formation-sweep": {
@@ -27,6 +28,11 @@ app.conf.beat_schedule = {
         "task": "formation.tasks.compaction_pass",
         "schedule": 60.0,
         "options": {"expires": 60},
+    },
+    "formation-rebuild-sweep": {
+        "task": "formation.tasks.rebuild_sweep",
+        "schedule": float(os.environ.get("MEMOIR_FORMATION_INTERVAL", "5")),
+        "options": {"expires": 5},
     },
     "retention-sweep": {"task": "governance.tasks.retention_sweep", "schedule": 3600.0, "options": {"expires": 3600}},
     "audit-seal": {"task": "governance.tasks.seal_audit", "schedule": 300.0, "options": {"expires": 300}},

@@ -410,3 +410,17 @@ def reject_claim(*, source, predicate, subject, object, statement, quote, reason
         return claim_id
     except SourceGone:
         return None
+
+
+def claim_fact_id(*, source, claim, speaker_terms):
+    """The id `write_claim` would give this claim, or None when the writer would refuse it for its speaker
+    binding. Lets a rebuild tell the facts a new reading keeps from those it loses before writing any."""
+    try:
+        subject_is_speaker, object_is_speaker = _bind_speaker(source, speaker_terms, claim)
+    except ClaimRefused:
+        return None
+    if (subject_is_speaker or object_is_speaker) and not source.data_subject_id:
+        return None
+    signature = ids.claim_signature(claim.predicate, _end_key(claim.subject, subject_is_speaker, source),
+                                    _end_key(claim.object, object_is_speaker, source))
+    return ids.fact_id(source.project, source.observation_id, source.ordinal, signature)

@@ -230,12 +230,16 @@ def _unlock(project):
 def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
     """Form turns of one project until none can be claimed. Returns DrainStats."""
     stats = DrainStats()
-    proposer = proposer or current_proposer()
     run_budget = settings.MEMOIR_FORMATION_RUN_BUDGET if run_budget is None else run_budget
     turn_budget = settings.MEMOIR_FORMATION_TURN_BUDGET if turn_budget is None else turn_budget
     if not _try_lock(project):
         stats.locked_out = True
         return stats
+    if proposer is None:
+        # Under the lock, so an extractor rebuild finishing (it takes this lock) sees no drain on the old one.
+        from .rebuild import project_proposer
+
+        proposer = project_proposer(project, current_proposer())
     _formation_commits(durable=False)
     started = time.monotonic()
     failed = set()
@@ -254,6 +258,13 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
                                park_now=True)
                 stats.turns_parked += 1
                 continue
+            if pinned != proposer.version and _rebuild_switched(project, pinned):
+                # Pinned before a rebuild switched the project's extractor: form it under its pin; the rebuild
+                # re-forms it under the target afterwards.
+                if not _form_one(project, observation_id, _pinned_proposer(pinned), time.monotonic() + turn_budget,
+                                 stats, messages):
+                    failed.add(observation_id)
+                continue
             if pinned != proposer.version:
                 # Nothing about a pin mismatch is transient, so the turn parks at once (formation.md §2.5).
                 record_failure(project, observation_id, f"the turn is pinned to {pinned or 'another extractor'};"
@@ -268,6 +279,19 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
         if stats.turns_formed:
             _heartbeat("last_progress_at")
     return stats
+
+
+def _rebuild_switched(project, pinned):
+    """True when a rebuild changed this project's extractor and the turn's older pin can still be run here."""
+    from .rebuild import project_extractor
+
+    return pinned is not None and project_extractor(project) is not None and _pinned_proposer(pinned) is not None
+
+
+def _pinned_proposer(pinned):
+    from .rebuild import proposer_for
+
+    return proposer_for(pinned)
 
 
 def _form_one(project, observation_id, proposer, deadline, stats, messages):

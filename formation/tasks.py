@@ -35,3 +35,25 @@ def compaction_pass():
     logger.log(logging.INFO if written else logging.DEBUG, "compaction wrote segments in %s project(s)",
                len(written or {}))
     return written
+
+
+@shared_task(name="formation.tasks.rebuild_slice", acks_late=True, reject_on_worker_lost=True,
+             soft_time_limit=660, time_limit=720)
+def rebuild_slice(project):
+    """One slice of a project's extractor rebuild; a job with more to do queues its next slice behind the
+    drains already waiting, so a rebuild never holds a worker away from new turns for long."""
+    from . import rebuild
+
+    result = rebuild.slice_task_body(project)
+    if result.state == "more":
+        rebuild.kick_rebuild(project)
+    elif result.state == "waiting":
+        rebuild.kick_rebuild(project, countdown=1)
+    return {"state": result.state, "sources": result.sources}
+
+
+@shared_task(name="formation.tasks.rebuild_sweep")
+def rebuild_sweep():
+    from . import rebuild
+
+    return rebuild.sweep(rebuild.kick_rebuild)

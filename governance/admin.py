@@ -72,6 +72,7 @@ CONSOLE_PAGES = (
     ("seal_now", "Seal now", "console_seal_now", "governance.seal_audit"),
     ("verify_chain", "Verify chain", "console_verify_chain", "governance.verify_audit"),
     ("subject", "Subject at a glance", "console_subject", None),
+    ("extractor_rebuild", "Extractor rebuild", "console_extractor_rebuild", "memory.run_rebuild"),
 )
 
 # The subject page opens to anyone who may see one of its sections (governance/console_subject.py).
@@ -108,6 +109,8 @@ class MemoirAdminSite(admin.AdminSite):
         return response
 
     def get_urls(self):
+        from formation import console as rebuild_console
+
         from . import console_subject
         from . import console_views as v
 
@@ -126,6 +129,7 @@ class MemoirAdminSite(admin.AdminSite):
             page("governance/auditseal/seal/", v.seal_now, "console_seal_now"),
             page("governance/auditseal/verify/", v.verify_chain, "console_verify_chain"),
             page("subject/", console_subject.subject_page, "console_subject"),
+            page("formation/rebuild/", rebuild_console.rebuild_page, "console_extractor_rebuild"),
         ] + super().get_urls()
 
     def get_app_list(self, request, app_label=None):

@@ -13,6 +13,7 @@ OPERATIONS = (
     "project.create", "project.suspend", "project.resume", "project.retention", "project.list",
     "credential.issue", "credential.revoke", "credential.list",
     "formation.unpark", "formation.status", "formation.parked",
+    "formation.rebuild.start", "formation.rebuild.cancel", "formation.rebuild",
     "citation.resolve", "message.get",
     "record.list", "record.history", "record.retract", "record.correct", "record.assert",
     "feedback.record", "feedback.list", "feedback.promote",

@@ -93,3 +93,9 @@ def purge_entity(*, caller, entity_id, reason, confirm):
     result["reason"] = reason
     result["previewed"] = not confirmed
     return result
+
+
+def purge_within(cursor, *, project, entity_id):
+    """Purge one named entity inside the caller's transaction, with no ledger row of its own (the rebuild's
+    junk clean-up ledgers its batches). Returns the removed counts per kind."""
+    return _purge(cursor, project, entity_id)["removed"]

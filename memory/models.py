@@ -98,8 +98,17 @@ class Observation(models.Model):
                 "data_subject_id"]),
             pgtrigger.Protect(name="observation_formed_once", operation=pgtrigger.Update, condition=pgtrigger.Condition(
                 "OLD.formed_at IS NOT NULL AND NEW.formed_at IS DISTINCT FROM OLD.formed_at")),
-            pgtrigger.Protect(name="observation_pin_once", operation=pgtrigger.Update, condition=pgtrigger.Condition(
-                "OLD.extractor_version IS NOT NULL AND NEW.extractor_version IS DISTINCT FROM OLD.extractor_version")),
+            # A pin changes only as an extractor rebuild re-forms a formed turn: the project's running job must
+            # target the new version (formation/rebuild.py). A trigger WHEN clause cannot hold a subquery.
+            pgtrigger.Trigger(
+                name="observation_pin_once", when=pgtrigger.Before, operation=pgtrigger.Update,
+                condition=pgtrigger.Condition(
+                    "OLD.extractor_version IS NOT NULL AND NEW.extractor_version IS DISTINCT FROM OLD.extractor_version"),
+                func="IF NEW.kind = 'turn' AND OLD.formed_at IS NOT NULL AND EXISTS (SELECT 1 FROM formation_rebuild j"
+                     " WHERE j.scope = NEW.scope AND j.state = 'running' AND j.target_version = NEW.extractor_version)"
+                     " THEN RETURN NEW; END IF;"
+                     " RAISE EXCEPTION 'an observation keeps its extractor pin' USING ERRCODE = '23514';",
+            ),
             pgtrigger.Protect(name="observation_artifact_source", operation=pgtrigger.Insert | pgtrigger.Update,
                               condition=pgtrigger.Condition(
                                   "NEW.kind = 'artifact' AND (NEW.formed_at IS NULL OR NEW.retention_until IS NULL)")),
@@ -660,3 +669,61 @@ class Segment(models.Model):
             CheckConstraint(condition=Q(summary__regex=r"\S"), name="segment_summary_chk"),
         ]
         triggers = [pgtrigger.Protect(name="segment_immutable", operation=pgtrigger.Update)]
+
+
+REBUILD_STATES = ("running", "completed", "cancelled")
+
+
+class RebuildJob(models.Model):
+    """One extractor rebuild of a project (formation/rebuild.py): offsets and counts only, never content."""
+
+    job_id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    project = _scope()
+    target_version = models.TextField()
+    state = models.CharField(max_length=16, choices=choices(REBUILD_STATES), default="running")
+    clean_up = models.BooleanField(default=True)
+    reinterpreting_through = models.BigIntegerField()
+    # The highest offset the job has finished (every eligible source at or below it carries the new reading).
+    reinterpreted_through = models.BigIntegerField(null=True)
+    sources_acknowledged = models.BigIntegerField(default=0)
+    sources_skipped = models.BigIntegerField(default=0)
+    facts_gained = models.BigIntegerField(default=0)
+    facts_lost = models.BigIntegerField(default=0)
+    entities_purged = models.BigIntegerField(default=0)
+    facts_purged = models.BigIntegerField(default=0)
+    source_attempts = models.IntegerField(default=0)  # failed proposer attempts at the next source
+    lease_owner = models.UUIDField(null=True)
+    lease_until = models.DateTimeField(null=True)
+    started_by = models.TextField()
+    started_at = models.DateTimeField(db_default=Now())
+    finished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "formation_rebuild"
+        permissions = [("run_rebuild", "Can start and cancel extractor rebuilds")]
+        constraints = [
+            # One job per project at a time.
+            UniqueConstraint(fields=["project"], condition=Q(state="running"), name="formation_rebuild_one_running"),
+            CheckConstraint(condition=Q(state__in=REBUILD_STATES), name="formation_rebuild_state_chk"),
+            # A proposer's version, never curated/v1. Spelled out rather than from the closed set, so a new
+            # rules version needs no migration here (the pin CHECKs on observation and evidence still apply).
+            CheckConstraint(condition=Q(target_version__regex=r"^(rules/v[1-9][0-9]*|extract/v2:[a-f0-9]{64})$"),
+                            name="formation_rebuild_target_chk"),
+            CheckConstraint(condition=Q(state="running", finished_at__isnull=True)
+                            | (~Q(state="running") & Q(finished_at__isnull=False)),
+                            name="formation_rebuild_finished_chk"),
+            CheckConstraint(condition=Q(reinterpreted_through__isnull=True)
+                            | Q(reinterpreted_through__lte=F("reinterpreting_through")),
+                            name="formation_rebuild_cursor_chk"),
+            CheckConstraint(condition=Q(sources_acknowledged__gte=0, sources_skipped__gte=0, facts_gained__gte=0,
+                                        facts_lost__gte=0, entities_purged__gte=0, facts_purged__gte=0),
+                            name="formation_rebuild_counts_chk"),
+        ]
+        indexes = [models.Index(fields=["project", "-started_at"], name="formation_rebuild_project_idx")]
+        triggers = [
+            pgtrigger.Protect(name="formation_rebuild_final", operation=pgtrigger.Update,
+                              condition=pgtrigger.Condition("OLD.state <> 'running'")),
+        ]
+
+    def __str__(self):
+        return f"{self.project_id} → {self.target_version} ({self.state})"

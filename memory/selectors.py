@@ -17,21 +17,31 @@ class Freshness:
     stored: int | None
     formed: int | None
     parked: int
+    rebuilding: dict | None = None  # present only while an extractor rebuild runs (formation/rebuild.py)
 
     def as_dict(self):
-        return {"scope": self.scope, "stored": self.stored, "formed": self.formed, "parked": self.parked}
+        out = {"scope": self.scope, "stored": self.stored, "formed": self.formed, "parked": self.parked}
+        if self.rebuilding is not None:
+            out["rebuilding"] = self.rebuilding
+        return out
 
 
 def freshness(*, project):
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT w.log_offset, w.formed_offset,"
-            " (SELECT count(*) FROM observation o WHERE o.scope = %s AND o.parked_at IS NOT NULL)"
-            " FROM (SELECT 1) one LEFT JOIN watermark w ON w.scope = %s",
-            [project, project],
+            " (SELECT count(*) FROM observation o WHERE o.scope = %s AND o.parked_at IS NOT NULL),"
+            " j.job_id IS NOT NULL, j.reinterpreted_through, j.reinterpreting_through, j.sources_acknowledged,"
+            " j.sources_skipped"
+            " FROM (SELECT 1) one LEFT JOIN watermark w ON w.scope = %s"
+            " LEFT JOIN formation_rebuild j ON j.scope = %s AND j.state = 'running'",
+            [project, project, project],
         )
-        stored, formed, parked = cursor.fetchone()
-    return Freshness(scope=project, stored=stored, formed=formed, parked=parked)
+        stored, formed, parked, running, *job = cursor.fetchone()
+    # Offsets and counts of a running extractor rebuild (formation/rebuild.py); absent otherwise.
+    rebuilding = dict(zip(("reinterpreted_through", "reinterpreting_through", "sources_acknowledged",
+                           "sources_skipped"), job)) if running else None
+    return Freshness(scope=project, stored=stored, formed=formed, parked=parked, rebuilding=rebuilding)
 
 
 # ---------------------------------------------------------------------------

@@ -150,6 +150,9 @@ MEMOIR_FORMATION_INTERVAL = env.float("MEMOIR_FORMATION_INTERVAL", default=5.0)
 MEMOIR_FORMATION_BACKOFF = env.float("MEMOIR_FORMATION_BACKOFF", default=10.0)
 MEMOIR_FORMATION_TURN_BUDGET = env.float("MEMOIR_FORMATION_TURN_BUDGET", default=300.0)
 MEMOIR_FORMATION_RUN_BUDGET = env.float("MEMOIR_FORMATION_RUN_BUDGET", default=300.0)
+# Extractor rebuild (formation/rebuild.py): seconds per worker slice, and the lease a slice holds.
+MEMOIR_REBUILD_SLICE = env.float("MEMOIR_REBUILD_SLICE", default=2.0)
+MEMOIR_REBUILD_LEASE = env.float("MEMOIR_REBUILD_LEASE", default=30.0)
 
 # API admission and budgets (api.md §1.4, recall.md §7).
 MEMOIR_ADMISSION_PER_PROJECT = env.int("MEMOIR_ADMISSION_PER_PROJECT", default=64)

@@ -14,11 +14,12 @@ PAGES = {
     "ledger_activity": "/console/governance/auditentry/activity/",
     "seal_now": "/console/governance/auditseal/seal/",
     "verify_chain": "/console/governance/auditseal/verify/",
+    "extractor_rebuild": "/console/formation/rebuild/",
 }
 
 MENUS = {
     "operator": {"Projects", "Credentials", "Observations", "Parked turns",
-                 "Formation health", "Issue credential"},
+                 "Formation health", "Issue credential", "Extractor rebuild"},
     "compliance": {"Erasure requests", "Retention sweeps", "Audit entries", "Audit seals", "Data subjects",
                    "Rejected claims", "New erasure", "Export (subject access)", "Refusal summary",
                    "Ledger activity", "Seal now", "Verify chain", "Subject at a glance"},
@@ -28,7 +29,7 @@ MENUS = {
 }
 
 ALLOWED_PAGES = {
-    "operator": {"formation_health", "issue_credential"},
+    "operator": {"formation_health", "issue_credential", "extractor_rebuild"},
     "compliance": {"new_erasure", "export", "refusal_summary", "ledger_activity", "seal_now", "verify_chain"},
     "engineer": {"refusal_summary"},
 }

@@ -1,7 +1,8 @@
-"""`memoir_formation drain|status|parked|unpark`: the formation driver from the shell."""
+"""`memoir_formation drain|status|parked|unpark|rebuild`: the formation driver and the extractor rebuild from the
+shell."""
 from django.db import connection
 
-from formation import driver
+from formation import driver, rebuild
 from formation.kick import kick_drain
 from governance import audit
 from governance.management.base import OperatorCommand, OperatorError, parse_uuid, require_project
@@ -11,7 +12,7 @@ class Command(OperatorCommand):
     help = "Drain formation synchronously, show its status, list and unpark parked turns."
 
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="action", required=True, metavar="{drain,status,parked,unpark}",
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{drain,status,parked,unpark,rebuild}",
                                     help="what to do")
         sub.add_parser("drain", help="form the project's waiting turns now, in this process").add_argument(
             "--project", required=True, help="the project's name")
@@ -23,6 +24,16 @@ class Command(OperatorCommand):
         unpark = sub.add_parser("unpark", help="put a parked turn back in the queue")
         unpark.add_argument("--project", required=True, help="the project's name")
         unpark.add_argument("observation_id", help="the parked turn's observation id (a UUID)")
+        rebuild_parser = sub.add_parser("rebuild", help="extractor rebuild: start (or --dry-run), status, cancel")
+        rebuild_parser.add_argument("rebuild_action", choices=("start", "status", "cancel"),
+                                    help="start a job, show the latest job, or cancel the running one")
+        rebuild_parser.add_argument("--project", required=True, help="the project's name")
+        rebuild_parser.add_argument("--to", dest="target", default=None,
+                                    help="rules/v1, rules/v2, model, or extract/v2:<hash> (start only)")
+        rebuild_parser.add_argument("--dry-run", action="store_true",
+                                    help="report the facts each predicate would gain and lose; change nothing")
+        rebuild_parser.add_argument("--keep-orphans", action="store_true",
+                                    help="do not purge entities the rebuild leaves with nothing")
 
     def run(self, *, action, **options):
         return getattr(self, f"do_{action}")(**options)
@@ -70,3 +81,33 @@ class Command(OperatorCommand):
         driver.unpark(project=project, observation_id=observation_id, principal=audit.CLI_PRINCIPAL,
                       kick=kick_drain)
         return {"observation_id": observation_id, "unparked": True}, [f"unparked {observation_id}"]
+
+    def do_rebuild(self, rebuild_action, project, target, dry_run, keep_orphans, **_):
+        require_project(project)
+        if rebuild_action == "start":
+            if not target:
+                raise OperatorError("rebuild start needs --to VERSION")
+            out = rebuild.start(project=project, target=target, principal=audit.CLI_PRINCIPAL, dry_run=dry_run,
+                                clean_up=not keep_orphans, kick=rebuild.kick_rebuild)
+            if dry_run:
+                lines = [f"dry run: {out['sources']} sources would be re-formed under"
+                         f" {out['target_version']}: +{out['facts_gained']} -{out['facts_lost']} facts"]
+                lines += [f"{predicate}\tgain={change['gain']}\tlose={change['lose']}"
+                          for predicate, change in out["predicates"].items()]
+                return out, lines
+            return out, [self._job_line(out)]
+        if rebuild_action == "cancel":
+            job = rebuild.cancel(project=project, principal=audit.CLI_PRINCIPAL)
+            return job, [self._job_line(job)]
+        job = rebuild.latest_job(project=project)
+        audit.record("formation.rebuild", audit.CLI_PRINCIPAL, "operator", project, 0)
+        if job is None:
+            return None, ["no rebuild for this project"]
+        return job, [self._job_line(job)]
+
+    @staticmethod
+    def _job_line(job):
+        return (f"{job['state']}\tto={job['target_version']}\treinterpreted_through={job['reinterpreted_through']}"
+                f"\treinterpreting_through={job['reinterpreting_through']}\tacknowledged={job['sources_acknowledged']}"
+                f"\tskipped={job['sources_skipped']}\tgained={job['facts_gained']}\tlost={job['facts_lost']}"
+                f"\tentities_purged={job['entities_purged']}\tfacts_purged={job['facts_purged']}")
