@@ -379,7 +379,9 @@ class AgentStoragePolicy(models.Model):
 
 
 class AgentArtifact(models.Model):
-    artifact_id = models.UUIDField(primary_key=True)
+    # (project, artifact_id) is the artifact's identity (agent_artifact_scope_uniq); the row id is internal only.
+    id = models.BigAutoField(primary_key=True)
+    artifact_id = models.UUIDField()
     project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="+")
     data_subject_id = models.TextField()
     kind = models.CharField(max_length=8, choices=choices(ARTIFACT_KINDS))
