@@ -262,6 +262,17 @@ class AuditEntry(models.Model):
                 level=pgtrigger.Statement,
                 func="RAISE EXCEPTION 'audit_entry is append-only'; RETURN NULL;",
             ),
+            # The database numbers and times every entry: a row naming its own id (one outside the sealed
+            # ranges, or far ahead) or its own time is refused. A defaulted id is the sequence's latest value.
+            pgtrigger.Trigger(
+                name="audit_entry_assigned_by_database",
+                when=pgtrigger.Before,
+                operation=pgtrigger.Insert,
+                func="IF NEW.entry_id IS DISTINCT FROM currval(pg_get_serial_sequence('public.audit_entry',"
+                     " 'entry_id')) OR NEW.occurred_at IS DISTINCT FROM statement_timestamp() THEN"
+                     " RAISE EXCEPTION 'audit_entry assigns its own entry_id and occurred_at'"
+                     " USING ERRCODE = '42501'; END IF; RETURN NEW;",
+            ),
         ]
 
 
