@@ -20,7 +20,7 @@ from django.utils.html import format_html, format_html_join
 
 from memory.errors import DomainError
 
-from . import audit, console_selectors, services
+from . import audit, console_selectors, dblog, services
 from .models import (
     PROJECT_NAME_RE,
     AgentArtifact,
@@ -113,6 +113,12 @@ class MemoirAdminSite(admin.AdminSite):
     site_title = "Memoir console"
     index_title = "Operator console"
     site_url = None
+
+    def each_context(self, request):
+        context = super().each_context(request)
+        # Every page shows a banner while the database server's log would keep content (governance/dblog.py).
+        context["database_log_warning"] = dblog.cached_warning() if request.user.is_active else ""
+        return context
 
     def register(self, model_or_iterable, admin_class=None, **options):
         # Every admin, ours and Django's (users, groups), answers only its declared lookups.
