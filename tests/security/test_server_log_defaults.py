@@ -103,7 +103,10 @@ def _logged_since(log, start, probe):
 
 def test_refusals_and_an_erasure_leave_no_words_or_ids_in_a_default_server_log(default_log_server,
                                                                                 django_db_blocker):
-    from governance import artifacts, checks, services
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from governance import artifacts, checks, dblog, services
     from governance.erasure import erase
     from memory.models import RejectedClaim
     from tests.governance.support import form, say
@@ -145,10 +148,20 @@ def test_refusals_and_an_erasure_leave_no_words_or_ids_in_a_default_server_log(d
         assert "memoir-log-probe" in written and control in written  # the right file, read to its end
         for secret in secrets:
             assert secret not in written and secret.lower() not in written.lower(), secret
-        # Fixed for this database (per-database settings are read like server-wide ones), the warning goes.
+        # /ready and every console page say the same in one line.
+        dblog._cache.update(at=-dblog._CACHE_SECONDS, value=None)
+        ready = Client().get("/ready").json()
+        assert ready["status"] == "ready" and "log_min_error_statement = panic" in ready["warnings"][0]
+        console = Client()
+        console.force_login(User.objects.create_superuser(f"root_{token}", password="pw-root-0001"))
+        assert 'id="database-log-warning"' in console.get("/console/").content.decode()
+        # Fixed for this database (per-database settings are read like server-wide ones), the warnings go.
         with _admin() as conn:
             conn.execute(f'ALTER DATABASE "{name}" SET log_min_error_statement = panic')
             conn.execute(f'ALTER DATABASE "{name}" SET log_error_verbosity = terse')
         connection.close()
         assert checks.database_log_keeps_no_content() == []
+        dblog._cache.update(at=-dblog._CACHE_SECONDS, value=None)
+        assert Client().get("/ready").json() == {"status": "ready"}
+        assert 'id="database-log-warning"' not in console.get("/console/").content.decode()
     assert settings.DATABASES["default"]["PORT"] != PORT
