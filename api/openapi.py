@@ -652,7 +652,9 @@ _UNAUTHENTICATED = {
     "/ready": {"get": {"operationId": "ready", "summary": "Readiness (SELECT 1, cached for 1 s)", "tags": ["service"],
                        "security": [], "responses": {
                            "200": {"description": "Ready", "content": {JSON: {"schema": obj(
-                               {"status": {"type": "string", "enum": ["ready"]}})}}},
+                               {"status": {"type": "string", "enum": ["ready"]}},
+                               {"warnings": {**array({"type": "string"}), "description":
+                                             "present while the database server's log would keep content"}})}}},
                            "503": {"description": "The database did not answer", "content": {JSON: {"schema": obj(
                                {"status": {"type": "string", "enum": ["unavailable"]}})}}}}}},
     "/v1/schema": {"get": {"operationId": "schema", "summary": "This document", "tags": ["service"], "security": [],
