@@ -25,11 +25,21 @@ def owner_settings():
     return {key: parsed[key] for key in ("USER", "PASSWORD", "HOST", "PORT") if parsed.get(key) not in (None, "")}
 
 
+def _same_server(owner, settings_dict):
+    return (str(owner.get("HOST", "")), str(owner.get("PORT", ""))) == (
+        str(settings_dict.get("HOST") or ""), str(settings_dict.get("PORT") or ""))
+
+
 @contextmanager
 def as_owner(alias="default"):
-    """Run the block on `alias` connected as the owner role, then reconnect as whoever it was before."""
+    """Run the block on `alias` connected as the owner role, then reconnect as whoever it was before.
+
+    The owner URL only lends its credentials to a connection on the same server: a DATABASE_URL naming another
+    server (a private test cluster) is used as it is."""
     owner = owner_settings()
     connection = connections[alias]
+    if owner and not _same_server(owner, connection.settings_dict):
+        owner = {}
     saved = {key: connection.settings_dict.get(key) for key in owner}
     if not owner or all(saved[key] == value for key, value in owner.items()):
         yield connection
