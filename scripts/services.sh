@@ -294,6 +294,7 @@ PG_RUNTIME_ROLE=memoir_app
 
 pg_ensure_roles() {
     pg_psql -d postgres -q <<SQL
+SET client_min_messages = warning;
 DO \$\$ BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$PG_OWNER_ROLE') THEN
     CREATE ROLE $PG_OWNER_ROLE LOGIN CREATEDB NOSUPERUSER NOCREATEROLE NOREPLICATION NOBYPASSRLS;
