@@ -13,10 +13,12 @@ PYTEST_ARGS ?=
 # Django's settings default to the embedded services on 5433/6390. When MEMOIR_PG_PORT or
 # MEMOIR_REDIS_PORT move them (and no URL is given), hand the matching URL to the Django-side
 # commands only: scripts/services.sh must still see DATABASE_URL/REDIS_URL unset to start them.
+# The embedded cluster has two roles: memoir_app (runtime: web, workers, tests) and memoir_owner (`migrate`).
 APP_ENV := env
 ifndef DATABASE_URL
 ifdef MEMOIR_PG_PORT
-APP_ENV += DATABASE_URL=postgres://postgres@127.0.0.1:$(MEMOIR_PG_PORT)/memoir
+APP_ENV += DATABASE_URL=postgres://memoir_app@127.0.0.1:$(MEMOIR_PG_PORT)/memoir
+APP_ENV += MIGRATION_DATABASE_URL=postgres://memoir_owner@127.0.0.1:$(MEMOIR_PG_PORT)/memoir
 endif
 endif
 ifndef REDIS_URL

@@ -5,6 +5,8 @@ import time
 from django.db import connection
 from django.views.decorators.csrf import csrf_exempt
 
+from governance import dblog
+
 from .errors import ApiError, error_response, json_response
 
 _ready_cache = {"at": 0.0, "ok": False}
@@ -45,5 +47,10 @@ def ready(request):
             ok = False
         _ready_cache.update(at=now, ok=ok)
     if _ready_cache["ok"]:
-        return _no_store(json_response({"status": "ready"}))
+        body = {"status": "ready"}
+        # A server whose log keeps content is still ready, but says so (governance/dblog.py).
+        warning = dblog.cached_warning()
+        if warning:
+            body["warnings"] = [warning]
+        return _no_store(json_response(body))
     return _no_store(json_response({"status": "unavailable"}, status=503))

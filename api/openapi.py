@@ -525,7 +525,8 @@ ROUTES = {
         "name": text(256, description="\"\" by default; otherwise non-blank, at most 256 UTF-8 bytes"),
         "content": {"pattern": _BASE64_RE, "maxLength": _MAX_ARTIFACT_BASE64,
                     "description": "canonical standard base64 with padding, at most 524,288 decoded bytes"},
-        "expected_version": UUID_OR_EMPTY,
+        "expected_version": {**UUID_OR_EMPTY,
+                             "description": "omitted: unconditional (last write wins); given: compare-and-set"},
     }, errors={400: ["invalid_artifact"], 404: ["not_found"], 409: ["artifact_conflict"],
                429: ["storage_capacity"]}),
     "artifact.get": Route("artifacts", "One artifact with its content", body="ArtifactContent", rules={
@@ -539,8 +540,10 @@ ROUTES = {
         "after": UUID_OR_EMPTY,
         "limit": {**int_range(0, 100), "description": "0 or omitted means 20"},
     }, errors={400: ["invalid_artifact"]}),
-    "artifact.delete": Route("artifacts", "Delete an artifact at its current version", body="Deleted", rules={
-        "": {"required": ["id", "expected_version"]},
+    "artifact.delete": Route("artifacts", "Delete an artifact (at its current version when one is given)",
+                             body="Deleted", rules={
+        "": {"required": ["id"]},
+        "expected_version": {**UUID_OR_EMPTY, "description": "omitted: delete whatever version is current"},
         "data_subject_id": text(1024),
     }, errors={400: ["invalid_artifact"], 404: ["not_found"], 409: ["artifact_conflict"]}),
     "erase": Route("governance", "Erase a data subject or source turns, with a receipt", body="Erasure", rules={
@@ -683,7 +686,9 @@ _UNAUTHENTICATED = {
     "/ready": {"get": {"operationId": "ready", "summary": "Readiness (SELECT 1, cached for 1 s)", "tags": ["service"],
                        "security": [], "responses": {
                            "200": {"description": "Ready", "content": {JSON: {"schema": obj(
-                               {"status": {"type": "string", "enum": ["ready"]}})}}},
+                               {"status": {"type": "string", "enum": ["ready"]}},
+                               {"warnings": {**array({"type": "string"}), "description":
+                                             "present while the database server's log would keep content"}})}}},
                            "503": {"description": "The database did not answer", "content": {JSON: {"schema": obj(
                                {"status": {"type": "string", "enum": ["unavailable"]}})}}}}}},
     "/v1/schema": {"get": {"operationId": "schema", "summary": "This document", "tags": ["service"], "security": [],

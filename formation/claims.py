@@ -10,6 +10,7 @@ from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
 
+from memory.locks import advisory_xact_lock
 from memory.retry import sqlstate
 
 from . import ids
@@ -264,6 +265,18 @@ def _end_current(cursor, source, claim, subject_id, object_id, registration):
     return ended[0]
 
 
+def _slot_taken(cursor, source, subject_id, predicate, valid_from, known_from, valid_until=None):
+    """Would a value [valid_from, valid_until) known from `known_from` overlap one the slot still holds (the
+    test of fact_single_cardinality_excl, made before the insert)?"""
+    cursor.execute(
+        "SELECT EXISTS (SELECT 1 FROM fact WHERE scope = %s AND subject_entity_id = %s AND predicate = %s"
+        " AND cardinality = 'one' AND coalesce(data_subject_id, '') = %s"
+        " AND valid && tstzrange(%s::timestamptz, %s::timestamptz)"
+        " AND known && tstzrange(%s::timestamptz, NULL))",
+        [source.project, subject_id, predicate, source.data_subject_id or "", valid_from, valid_until, known_from])
+    return cursor.fetchone()[0]
+
+
 _INSERT_FACT = (
     # One round trip: the fact, its evidence (the span trigger re-checks the bytes) and its registration.
     "WITH t AS (SELECT coalesce(%s::timestamptz, clock_timestamp()) AS learned),"
@@ -327,10 +340,17 @@ def write_claim(cursor, *, source, claim, speaker_terms, authored_by=None, valid
         return _end_current(cursor, source, claim, subject_entity, object_entity, registration)
     valid_from = valid_from or claim.valid_from or source.occurred_at
     learned_at = known_from
-    # A state stated as over supersedes nothing; the exclusion constraint refuses one that overlaps.
-    if claim.cardinality == "one" and subject_entity is not None and claim.valid_until is None:
-        learned_at, _ = _supersede(cursor, source, new_fact_id, subject_entity, claim.predicate, valid_from,
-                                   known_from, registration)
+    if claim.cardinality == "one" and subject_entity is not None:
+        # Serialize writers of one single-valued slot, so the conflict below is decided before the write.
+        advisory_xact_lock(cursor, "fact-slot", source.project, subject_entity, claim.predicate,
+                           source.data_subject_id or "")
+        # A state stated as over supersedes nothing; one that overlaps a value the slot holds is refused below.
+        if claim.valid_until is None:
+            learned_at, _ = _supersede(cursor, source, new_fact_id, subject_entity, claim.predicate, valid_from,
+                                       known_from, registration)
+        if _slot_taken(cursor, source, subject_entity, claim.predicate, valid_from, learned_at, claim.valid_until):
+            # Never let fact_single_cardinality_excl refuse it: a failing insert puts its key in the server log.
+            raise ClaimRefused("conflicting_value")
     try:
         cursor.execute(_INSERT_FACT, [
             learned_at,

@@ -24,7 +24,6 @@ from formation.proposals import Message, PredicateSpec, Proposal, ProposerError
 EXTRACTOR_CODE_VERSION = "memoir-extract-client/1"
 
 MAX_REPLY_BYTES = 1024 * 1024
-MAX_REPLY_IN_ERROR = 300  # the reply can hold the customer's words (formation.md §4.5)
 ENVELOPE_SCAN_LIMIT = 32
 PLAIN_HTTP_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "host.docker.internal"})
 
@@ -132,11 +131,6 @@ def extraction_version(
     return "extract/v2:" + hashlib.sha256(blob.encode()).hexdigest()
 
 
-def reply_excerpt(text: str) -> str:
-    """At most 300 chars of a reply, for an error message."""
-    return text if len(text) <= MAX_REPLY_IN_ERROR else text[:MAX_REPLY_IN_ERROR] + "…"
-
-
 def new_fence(content: str) -> str:
     """A random id, chosen after the content is known, that does not occur in it."""
     while True:
@@ -185,9 +179,9 @@ def _find_envelope(text: str) -> list | None:
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
-def _claim(item: object, index: int, text: str) -> Proposal:
+def _claim(item: object, index: int) -> Proposal:
     if not isinstance(item, dict):
-        raise ProposerError(f"model reply claim {index} is not an object: {reply_excerpt(text)}")
+        raise ProposerError(f"model reply claim {index} is not an object")
     fields: dict[str, str] = {}
     for name in _STRING_FIELDS:
         value = item.get(name)
@@ -195,9 +189,7 @@ def _claim(item: object, index: int, text: str) -> Proposal:
         if value is None:
             value = ""
         if not isinstance(value, str):
-            raise ProposerError(
-                f"model reply claim {index} field {name!r} is not a string: {reply_excerpt(text)}"
-            )
+            raise ProposerError(f"model reply claim {index} field {name!r} is not a string")
         # NUL and lone surrogates cannot be stored in PostgreSQL text; kept, they would fail the write and park
         # the turn. Replaced, the claim goes through the gates and is believed or refused like any other.
         fields[name] = _UNSTORABLE.sub("\ufffd", value)
@@ -209,9 +201,7 @@ def _claim(item: object, index: int, text: str) -> Proposal:
             raise TypeError
         confidence = float(confidence)
     except (TypeError, OverflowError):
-        raise ProposerError(
-            f"model reply claim {index} field 'confidence' is not a number: {reply_excerpt(text)}"
-        ) from None
+        raise ProposerError(f"model reply claim {index} field 'confidence' is not a number") from None
     return Proposal(confidence=confidence, **fields)
 
 
@@ -220,8 +210,8 @@ def parse_reply(text: str) -> list[Proposal]:
     body = _strip_fence(text)
     claims = _find_envelope(body)
     if claims is None:
-        raise ProposerError(f"model reply has no claims envelope: {reply_excerpt(text)}")
-    return [_claim(item, index, text) for index, item in enumerate(claims)]
+        raise ProposerError("model reply has no claims envelope")
+    return [_claim(item, index) for index, item in enumerate(claims)]
 
 
 def _reply_content(body: bytes) -> str:
@@ -231,11 +221,9 @@ def _reply_content(body: bytes) -> str:
         document = json.loads(text)
         content = document["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
-        raise ProposerError(
-            f"model response is not a chat completion ({type(exc).__name__}): {reply_excerpt(text)}"
-        ) from exc
+        raise ProposerError(f"model response is not a chat completion ({type(exc).__name__})") from exc
     if not isinstance(content, str):
-        raise ProposerError(f"model response has no message content: {reply_excerpt(text)}")
+        raise ProposerError("model response has no message content")
     return content
 
 
@@ -305,12 +293,11 @@ class ModelProposer:
                 body = _read_bounded(response)
                 status = response.status_code
         except httpx.HTTPError as exc:
-            raise ProposerError(f"model request failed: {type(exc).__name__}: {exc}") from exc
+            raise ProposerError(f"model request failed ({type(exc).__name__})") from exc
         if 300 <= status < 400:
             raise ProposerError(f"model endpoint answered a redirect (HTTP {status}), which is not followed")
         if status != 200:
-            text = body.decode("utf-8", errors="replace")
-            raise ProposerError(f"model endpoint answered HTTP {status}: {reply_excerpt(text)}")
+            raise ProposerError(f"model endpoint answered HTTP {status}")
         return parse_reply(_reply_content(body))
 
 

@@ -55,7 +55,10 @@ class Proposal:
 
 
 class ProposerError(Exception):
-    """A proposer could not read the message. The turn fails and is retried; never an empty result."""
+    """A proposer could not read the message. The turn fails and is retried; never an empty result.
+
+    Its text becomes the turn's formation_error and parked reason, which operators without view_content see: it is
+    a fixed category (with an HTTP status, exception class or claim index), never words of a reply or a message."""
 
     def __init__(self, message: str):
         if len(message) > MAX_ERROR_CHARS:

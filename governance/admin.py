@@ -22,7 +22,7 @@ from django.utils.html import format_html, format_html_join
 from config import __version__
 from memory.errors import DomainError
 
-from . import audit, console_selectors, services
+from . import audit, console_selectors, dblog, services
 from .models import (
     PROJECT_NAME_RE,
     AgentArtifact,
@@ -86,6 +86,42 @@ def may_open(request, perm):
     return request.user.has_perm(perm)
 
 
+class DeclaredLookupsOnly:
+    """A changelist applies only the query-string lookups its declared filters (list_filter, date_hierarchy) read.
+
+    Django lets any lookup on a local field through (`?data_subject_id=<guess>`, `?statement__contains=`), which
+    turns a list's count into an oracle on fields the page hides. Anything undeclared is refused with a 400
+    (DisallowedModelAdminLookup), never silently applied. The site mixes this into every registered admin."""
+
+    _declared_cache = {}
+
+    def lookup_allowed(self, lookup, value, request=None):
+        return lookup in self.declared_lookups(request)
+
+    def declared_lookups(self, request):
+        allowed = set()
+        for item in self.get_list_filter(request):
+            allowed |= self._filter_parameters(item, request)
+        if self.date_hierarchy:
+            allowed |= {f"{self.date_hierarchy}__{part}" for part in ("year", "month", "day")}
+        return allowed
+
+    def _filter_parameters(self, item, request):
+        key = (type(self), repr(item))
+        if key not in self._declared_cache:
+            from django.contrib.admin.filters import FieldListFilter, ListFilter
+            from django.contrib.admin.utils import get_fields_from_path
+
+            if isinstance(item, type) and issubclass(item, ListFilter):
+                spec = item(request, {}, self.model, self)
+            else:
+                path, filter_class = item if isinstance(item, (tuple, list)) else (item, FieldListFilter.create)
+                field = get_fields_from_path(self.model, path)[-1]
+                spec = filter_class(field, request, {}, self.model, self, field_path=path)
+            self._declared_cache[key] = frozenset(spec.expected_parameters())
+        return self._declared_cache[key]
+
+
 class MemoirAdminSite(admin.AdminSite):
     site_header = f"Memoir console {__version__}"
     site_title = "Memoir console"
@@ -100,6 +136,19 @@ class MemoirAdminSite(admin.AdminSite):
         extra = {"dash": console_dashboard.dashboard(request), "memoir_version": __version__,
                  "can_subject": may_open(request, None)}
         return super().index(request, {**(extra_context or {}), **extra})
+    def each_context(self, request):
+        context = super().each_context(request)
+        # Every page shows a banner while the database server's log would keep content (governance/dblog.py).
+        context["database_log_warning"] = dblog.cached_warning() if request.user.is_active else ""
+        return context
+
+    def register(self, model_or_iterable, admin_class=None, **options):
+        # Every admin, ours and Django's (users, groups), answers only its declared lookups.
+        admin_class = admin_class or admin.ModelAdmin
+        if not issubclass(admin_class, DeclaredLookupsOnly):
+            admin_class = type(admin_class.__name__, (DeclaredLookupsOnly, admin_class),
+                               {"__module__": admin_class.__module__})
+        return super().register(model_or_iterable, admin_class, **options)
 
     def login(self, request, extra_context=None):
         response = super().login(request, extra_context)

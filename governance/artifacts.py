@@ -1,6 +1,8 @@
 """Agent artifacts (governance.md §11, api.md §7.7): put, get, list, delete and the storage policy.
 
 Each artifact owns a born-formed `kind='artifact'` observation; writes take their ledger row inside their transaction.
+An artifact is named by (project, id): the same id in two projects is two artifacts. Every collision is decided under
+the id's lock before any write, so no refused request ever reaches a constraint (whose error would log its key).
 """
 import base64
 import binascii
@@ -26,7 +28,6 @@ KINDS = ("state", "file")
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 CAPACITY_CONSTRAINT = "agent_storage_capacity"
-GLOBAL_ID_CONSTRAINT = "agent_artifact_pkey"
 # The CHECK ranges of agent_storage_policy (data-model.md §8).
 POLICY_RANGES = {
     "max_object_bytes": (1, 524_288),
@@ -163,7 +164,9 @@ def put_artifact(*, project, artifact_id, data_subject_id, kind, content, name=N
                  principal, principal_kind="credential"):
     """Create, update or replay one artifact (the outcome table of api.md §7.7).
 
-    `content` is the base64 text from the wire. Returns (Artifact, replayed). Raises Invalid
+    Without `expected_version` the put is unconditional (last write wins, as the official clients document);
+    with it, compare-and-set (docs/decisions.md). `content` is the base64 text from the wire. Returns
+    (Artifact, replayed). Raises Invalid
     (invalid_artifact), NotFound, Conflict (artifact_conflict) or RateLimited (storage_capacity).
     """
     artifact_id = _required_uuid(artifact_id, "id")
@@ -201,9 +204,6 @@ def put_artifact(*, project, artifact_id, data_subject_id, kind, content, name=N
     except DatabaseError as exc:
         if _constraint(exc) == CAPACITY_CONSTRAINT:
             raise RateLimited("storage_capacity", "storage capacity is exhausted") from None
-        if _constraint(exc) == GLOBAL_ID_CONSTRAINT:
-            # Artifact ids are unique across projects: one taken elsewhere is answered like a spent one here.
-            raise _conflict() from None
         raise
     return artifact, replayed
 
@@ -257,12 +257,9 @@ def _overwrite(cursor, row, *, project, artifact_id, data_subject_id, kind, name
     stored_subject, stored_kind, version, previous, last = row[0], row[1], str(row[2]), row[3], bytes(row[4])
     if stored_subject != data_subject_id or stored_kind != kind:
         raise _conflict()
-    if expected is None:
-        # Never last-write-wins: without a version only an identical request is answered.
-        if last != digest:
-            raise _conflict()
-        return True
-    if expected == version:
+    if expected is None and last == digest:
+        return True  # the same request again: answered, no new version
+    if expected is None or expected == version:
         cursor.execute(
             "UPDATE agent_artifact SET name = %s, content = %s, bytes = %s, previous_version = version,"
             " version = %s, last_digest = %s, authored_by = %s, updated_at = now()"
@@ -333,15 +330,16 @@ def list_artifacts(*, project, kind=None, name_prefix=None, data_subject_id=None
     return artifacts, next_id
 
 
-def delete_artifact(*, project, artifact_id, expected_version, data_subject_id=None, principal,
+def delete_artifact(*, project, artifact_id, expected_version=None, data_subject_id=None, principal,
                     principal_kind="credential"):
-    """Delete one live artifact at its current version, then its owner observation.
+    """Delete one live artifact, then its owner observation: at any version when `expected_version` is omitted,
+    at that version otherwise.
 
     The database triggers write the tombstone and release the allowance. A repeat is NotFound; a
     stale version is Conflict (artifact_conflict).
     """
     artifact_id = _required_uuid(artifact_id, "id")
-    expected = _required_uuid(expected_version, "expected_version")
+    expected = _optional_uuid(expected_version, "expected_version")
     subject = _subject(data_subject_id, required=False)
     with transaction.atomic(), connection.cursor() as cursor:
         _lock_id(cursor, project, artifact_id)
@@ -354,7 +352,7 @@ def delete_artifact(*, project, artifact_id, expected_version, data_subject_id=N
         row = cursor.fetchone()
         if row is None:
             raise _not_found()
-        if str(row[0]) != expected:
+        if expected is not None and str(row[0]) != expected:
             raise _conflict()
         cursor.execute("DELETE FROM agent_artifact WHERE scope = %s AND artifact_id = %s", [project, artifact_id])
         cursor.execute("DELETE FROM observation WHERE scope = %s AND observation_id = %s", [project, str(row[1])])

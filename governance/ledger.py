@@ -74,8 +74,45 @@ def _first_failure(cursor):
             previous_to, previous_digest, last_id = to_entry, digest, seal_id
 
 
-def verify(*, principal, principal_kind):
-    """Check the whole seal chain: {valid, seals, entries, unsealed, head, failure}."""
+_REPORTED = 1000  # ids and gaps named per verification; the counts are always whole
+
+
+def _outside(cursor, last_to):
+    """Rows at or below the last seal's end that no seal covers: written around the chain, never sealed."""
+    cursor.execute(
+        "SELECT e.entry_id FROM audit_entry e WHERE e.entry_id <= %s AND NOT EXISTS (SELECT 1 FROM audit_seal s"
+        " WHERE e.entry_id BETWEEN s.from_entry AND s.to_entry) ORDER BY e.entry_id LIMIT %s", [last_to, _REPORTED])
+    return [row[0] for row in cursor.fetchall()]
+
+
+def _gaps(cursor):
+    """Ranges of ids the sequence handed out with no row now: [first, last] pairs, from id 1.
+
+    A rolled-back transaction or a server crash also skips ids, so a gap is reported, not a failure by itself;
+    a gap inside a sealed range is already a failure ("entries removed or added")."""
+    cursor.execute(
+        "SELECT coalesce(previous, 0) + 1, entry_id - 1 FROM (SELECT entry_id, lag(entry_id) OVER (ORDER BY entry_id)"
+        " AS previous FROM audit_entry) ids WHERE entry_id > coalesce(previous, 0) + 1 ORDER BY entry_id LIMIT %s",
+        [_REPORTED])
+    return [[low, high] for low, high in cursor.fetchall()]
+
+
+def head():
+    """The chain's head for keeping outside the database: {seal_id, to_entry, head} ("" / None when unsealed)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT seal_id, to_entry, digest FROM audit_seal ORDER BY seal_id DESC LIMIT 1")
+        row = cursor.fetchone()
+    if row is None:
+        return {"seal_id": None, "to_entry": None, "head": ""}
+    return {"seal_id": row[0], "to_entry": row[1], "head": bytes(row[2]).hex()}
+
+
+def verify(*, principal, principal_kind, expect_head=None):
+    """Check the whole seal chain: {valid, seals, entries, unsealed, head, failure, outside, gaps}.
+
+    `outside` names rows no seal covers below the head (invalid); `gaps` names missing ids (reported).
+    `expect_head`, a digest kept outside the database, must still be a seal of the chain: a deleted last seal or
+    a chain recomputed from a tampered entry onwards no longer holds it."""
     nested = connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
         if not nested:
@@ -90,6 +127,17 @@ def verify(*, principal, principal_kind):
             cursor.execute("SELECT count(*) FROM audit_entry WHERE entry_id > %s", [last[0]])
         unsealed = cursor.fetchone()[0]
         failure = _first_failure(cursor)
+        outside = _outside(cursor, last[0]) if last is not None else []
+        gaps = _gaps(cursor)
+        expected_found = None
+        if expect_head is not None:
+            cursor.execute("SELECT seal_id FROM audit_seal WHERE digest = decode(%s::text, 'hex')",
+                           [expect_head.lower()])
+            expected_found = cursor.fetchone()
+    if not failure and outside:
+        failure = f"entry {outside[0]}: outside every sealed range"
+    if not failure and expect_head is not None and expected_found is None:
+        failure = "the expected head is no longer a seal of the chain"
     result = {
         "valid": failure == "",
         "seals": seals,
@@ -97,6 +145,8 @@ def verify(*, principal, principal_kind):
         "unsealed": unsealed,
         "head": bytes(last[1]).hex() if last else "",
         "failure": failure,
+        "outside": outside,
+        "gaps": gaps,
     }
     audit.record_best_effort("audit.verify", principal, principal_kind, "", seals)
     return result

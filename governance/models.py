@@ -262,6 +262,17 @@ class AuditEntry(models.Model):
                 level=pgtrigger.Statement,
                 func="RAISE EXCEPTION 'audit_entry is append-only'; RETURN NULL;",
             ),
+            # The database numbers and times every entry: a row naming its own id (one outside the sealed
+            # ranges, or far ahead) or its own time is refused. A defaulted id is the sequence's latest value.
+            pgtrigger.Trigger(
+                name="audit_entry_assigned_by_database",
+                when=pgtrigger.Before,
+                operation=pgtrigger.Insert,
+                func="IF NEW.entry_id IS DISTINCT FROM currval(pg_get_serial_sequence('public.audit_entry',"
+                     " 'entry_id')) OR NEW.occurred_at IS DISTINCT FROM statement_timestamp() THEN"
+                     " RAISE EXCEPTION 'audit_entry assigns its own entry_id and occurred_at'"
+                     " USING ERRCODE = '42501'; END IF; RETURN NEW;",
+            ),
         ]
 
 
@@ -379,7 +390,9 @@ class AgentStoragePolicy(models.Model):
 
 
 class AgentArtifact(models.Model):
-    artifact_id = models.UUIDField(primary_key=True)
+    # (project, artifact_id) is the artifact's identity (agent_artifact_scope_uniq); the row id is internal only.
+    id = models.BigAutoField(primary_key=True)
+    artifact_id = models.UUIDField()
     project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="+")
     data_subject_id = models.TextField()
     kind = models.CharField(max_length=8, choices=choices(ARTIFACT_KINDS))

@@ -102,6 +102,18 @@ def _is_reference_taken(exc):
     return diag is not None and diag.constraint_name == REFERENCE_UNIQUE
 
 
+def _claim_reference(cursor, project, reference, subject_id=None):
+    """Under the reference's lock, refuse one another subject holds: decided before the write, so a taken reference
+    never reaches data_subject_reference_uniq (whose error would put the reference in the server's log)."""
+    if not reference:
+        return
+    advisory_xact_lock(cursor, "subject-reference", project, reference)
+    cursor.execute("SELECT 1 FROM data_subject WHERE scope = %s AND external_reference = %s"
+                   " AND subject_id IS DISTINCT FROM %s::uuid", [project, reference, subject_id])
+    if cursor.fetchone() is not None:
+        raise _conflict()
+
+
 def register_subject(*, project, idempotency_key, external_reference=None, label=None, principal,
                      principal_kind="credential"):
     """Register a subject, or replay a retry of the same key with its current state.
@@ -134,6 +146,7 @@ def register_subject(*, project, idempotency_key, external_reference=None, label
                 audit.record("subject.register", principal, principal_kind, project, 0)
                 return _row_to_subject(row), True
             subject_id = str(uuid.uuid4())
+            _claim_reference(cursor, project, reference)
             cursor.execute(
                 "INSERT INTO data_subject (subject_id, scope, external_reference, label, version, previous_version,"
                 " last_digest, updated_by, created_at, updated_at, inactive_after)"
@@ -224,6 +237,7 @@ def update_subject(*, project, subject_id, expected_version, external_reference=
                     raise _conflict()
                 audit.record("subject.update", principal, principal_kind, project, 0)
                 return _row_to_subject(row), True
+            _claim_reference(cursor, project, reference, subject_id)
             cursor.execute(
                 "UPDATE data_subject SET external_reference = %s, label = %s, previous_version = version,"
                 " version = %s, last_digest = %s, updated_by = %s, updated_at = now()"

@@ -560,7 +560,8 @@ class RejectedClaimAdmin(ContentGatedAdmin):
     list_select_related = ("project",)
     raw_id_fields = ("project", "source_observation")
     ordering = ("-recorded_at",)
-    content_fields = ("data_subject_id", "source_message")
+    # A refusal keeps the proposer's words: its subject, object, statement and quote are a person's words too.
+    content_fields = ("data_subject_id", "source_message", "subject", "object", "statement", "quote")
     fields = ("rejected_claim_id", "project", "reason", "subject", "predicate", "object", "statement", "quote",
               "extractor_version", "data_subject_id", "recorded_at", "observation_link", "source_ordinal",
               "source_message")

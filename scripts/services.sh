@@ -259,7 +259,7 @@ pg_stop() {
 pg_describe() {
     local where="var/pg/data"
     (( PG_RELOCATED )) && where="var/pg/data -> $PGDATA"
-    echo "127.0.0.1:$PG_PORT db=$PG_DB socket=$PG_SOCK data=$where"
+    echo "127.0.0.1:$PG_PORT db=$PG_DB roles=$PG_OWNER_ROLE/$PG_RUNTIME_ROLE socket=$PG_SOCK data=$where"
 }
 
 pg_up() {
@@ -276,12 +276,70 @@ pg_up() {
         pg_write_conf
         as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" reload >/dev/null
         pg_ensure_db
+        pg_ensure_roles
         echo "postgres: already running (embedded) $(pg_describe)"
         return
     fi
     pg_initdb
     pg_start
+    pg_ensure_roles
     echo "postgres: started (embedded) $(pg_describe) in $(elapsed "$t0")"
+}
+
+# ---------------------------------------------------------------- database roles (docs/database-roles.md)
+# The owner role runs migrations and owns every table, trigger and function; the runtime role (web, workers,
+# the test suite) holds only the grants the migrations give it. Both are created once the cluster is up.
+PG_OWNER_ROLE=memoir_owner
+PG_RUNTIME_ROLE=memoir_app
+
+pg_ensure_roles() {
+    pg_psql -d postgres -q <<SQL
+SET client_min_messages = warning;
+DO \$\$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$PG_OWNER_ROLE') THEN
+    CREATE ROLE $PG_OWNER_ROLE LOGIN CREATEDB NOSUPERUSER NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$PG_RUNTIME_ROLE') THEN
+    CREATE ROLE $PG_RUNTIME_ROLE LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+  END IF;
+END \$\$;
+-- The test suite's teardown ends the runtime's leftover sessions before dropping its database.
+GRANT pg_signal_backend TO $PG_OWNER_ROLE;
+ALTER DATABASE $PG_DB OWNER TO $PG_OWNER_ROLE;
+SQL
+    # Extensions that are not trusted need a superuser: install them where new databases are copied from.
+    local db
+    for db in template1 "$PG_DB"; do
+        pg_psql -d "$db" -q <<'SQL'
+DO $$ BEGIN
+  IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+    CREATE EXTENSION IF NOT EXISTS vector;
+  END IF;
+END $$;
+SQL
+    done
+    # A database migrated before the roles existed belongs to the bootstrap superuser: hand it to the owner.
+    pg_psql -d "$PG_DB" -q <<SQL
+ALTER SCHEMA public OWNER TO $PG_OWNER_ROLE;
+DO \$\$ DECLARE r record; BEGIN
+  FOR r IN SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = 'public' AND c.relowner = 'postgres'::regrole AND c.relkind IN ('r', 'p', 'v', 'm')
+  LOOP
+    EXECUTE format('ALTER TABLE public.%I OWNER TO $PG_OWNER_ROLE', r.relname);
+  END LOOP;
+  FOR r IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = 'public' AND c.relowner = 'postgres'::regrole AND c.relkind = 'S'
+  LOOP
+    EXECUTE format('ALTER SEQUENCE public.%I OWNER TO $PG_OWNER_ROLE', r.relname);
+  END LOOP;
+  FOR r IN SELECT p.oid::regprocedure AS sig FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+           LEFT JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
+           WHERE n.nspname = 'public' AND p.proowner = 'postgres'::regrole AND d.objid IS NULL
+  LOOP
+    EXECUTE format('ALTER ROUTINE %s OWNER TO $PG_OWNER_ROLE', r.sig);
+  END LOOP;
+END \$\$;
+SQL
 }
 
 # ---------------------------------------------------------------- Redis

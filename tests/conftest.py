@@ -30,7 +30,10 @@ def django_db_setup(django_test_environment, django_db_blocker):
     worker tests write committed rows and must never land in the development database."""
     from django.test.utils import setup_databases, teardown_databases
 
-    with django_db_blocker.unblock():
+    from governance import roles
+
+    # The owner role creates and migrates the test database; every test then runs as the runtime role.
+    with django_db_blocker.unblock(), roles.as_owner():
         config = setup_databases(verbosity=0, interactive=False, aliases={"default"}, serialized_aliases=set())
     yield
     with django_db_blocker.unblock():
@@ -38,12 +41,27 @@ def django_db_setup(django_test_environment, django_db_blocker):
 
         name = connection.settings_dict["NAME"]
         connections.close_all()
-        # Servers and workers started by tests are stopped by now, but a connection held by another
-        # thread (Playwright's) would block the DROP; end whatever is left before dropping the database.
-        with connection._nodb_cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                           " WHERE datname = %s AND pid <> pg_backend_pid()", [name])
-        teardown_databases(config, verbosity=0)
+        with roles.as_owner():
+            # Servers and workers started by tests are stopped by now, but a connection held by another
+            # thread (Playwright's) would block the DROP; end whatever is left before dropping the database.
+            with connection._nodb_cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                               " WHERE datname = %s AND pid <> pg_backend_pid()", [name])
+            teardown_databases(config, verbosity=0)
+
+
+@pytest.fixture
+def owner_db(django_db_setup, django_db_blocker):
+    """The test database as the owner role, inside a transaction rolled back afterwards: for tests that tamper
+    with the ledger on purpose (only the owner can), in place of pytest-django's `db`."""
+    from django.db import transaction
+
+    from governance import roles
+
+    with django_db_blocker.unblock(), roles.as_owner():
+        with transaction.atomic():
+            yield
+            transaction.set_rollback(True)
 
 
 @pytest.fixture(scope="session")

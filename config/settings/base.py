@@ -68,10 +68,9 @@ TEMPLATES = [
     },
 ]
 
+_EMBEDDED_PG = f"127.0.0.1:{env.int('MEMOIR_PG_PORT', default=5433)}/memoir"
 DATABASES = {
-    "default": env.db(
-        "DATABASE_URL",
-        default=f"postgres://postgres@127.0.0.1:{env.int('MEMOIR_PG_PORT', default=5433)}/memoir"),
+    "default": env.db("DATABASE_URL", default=f"postgres://memoir_app@{_EMBEDDED_PG}"),
 }
 DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
 DATABASES["default"].setdefault("OPTIONS", {})
@@ -79,6 +78,16 @@ DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("options", "-c statement_timeout=30000")
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("MEMOIR_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Parameters travel apart from the statement text (psycopg 3 server-side binding), so a failing or logged
+# statement never carries a value: the database server's log stays outside erasure's reach (docs/database-roles.md).
+DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
+
+# Two roles (docs/database-roles.md): DATABASE_URL is the runtime role the web and workers use; the owner role
+# in MIGRATION_DATABASE_URL runs `migrate` and owns tables, triggers and functions. Unset means one role does both.
+MIGRATION_DATABASE_URL = env("MIGRATION_DATABASE_URL",
+                             default="" if env("DATABASE_URL", default="") else f"postgres://memoir_owner@{_EMBEDDED_PG}")
+# The role the migrations grant the runtime privileges to (nothing is granted when it does not exist).
+MEMOIR_RUNTIME_ROLE = env("MEMOIR_RUNTIME_ROLE", default="memoir_app")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

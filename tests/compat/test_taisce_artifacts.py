@@ -58,10 +58,6 @@ def test_version_conflicts_raise_artifact_conflict(live_server_url, live_project
         run(_call(live_server_url, token, "put_artifact", artifact_id=artifact_id, data_subject_id="alice",
                   kind="file", content=b"two", expected_version=str(uuid.uuid4())))
     assert (stale_put.value.status, stale_put.value.code) == (409, "artifact_conflict")
-    with pytest.raises(TaisceError) as overwrite:
-        run(_call(live_server_url, token, "put_artifact", artifact_id=artifact_id, data_subject_id="alice",
-                  kind="file", content=b"two"))
-    assert (overwrite.value.status, overwrite.value.code) == (409, "artifact_conflict")
     with pytest.raises(TaisceError) as stale_delete:
         run(_call(live_server_url, token, "delete_artifact", artifact_id=artifact_id,
                   expected_version=str(uuid.uuid4())))
@@ -70,15 +66,19 @@ def test_version_conflicts_raise_artifact_conflict(live_server_url, live_project
     assert (got["version"], got["content"]) == (first["version"], "b25l")
 
 
-def test_delete_without_expected_version_is_invalid_artifact(live_server_url, live_project):
+def test_without_expected_version_put_and_delete_are_unconditional(live_server_url, live_project):
     _, token = live_project
     artifact_id = str(uuid.uuid4())
-    run(_call(live_server_url, token, "put_artifact", artifact_id=artifact_id, data_subject_id="alice",
-              kind="state", content=b"x"))
-    with pytest.raises(TaisceError) as info:
-        run(_call(live_server_url, token, "delete_artifact", artifact_id=artifact_id))
-    assert (info.value.status, info.value.code) == (400, "invalid_artifact")
-    assert run(_call(live_server_url, token, "get_artifact", artifact_id=artifact_id))["content"] == "eA=="
+    first = run(_call(live_server_url, token, "put_artifact", artifact_id=artifact_id, data_subject_id="alice",
+                      kind="state", content=b"x"))
+    over = run(_call(live_server_url, token, "put_artifact", artifact_id=artifact_id, data_subject_id="alice",
+                     kind="state", content=b"y"))
+    assert over["version"] != first["version"] and over["replayed"] is False
+    assert run(_call(live_server_url, token, "get_artifact", artifact_id=artifact_id))["content"] == "eQ=="
+    assert run(_call(live_server_url, token, "delete_artifact", artifact_id=artifact_id)) == {"deleted": True}
+    with pytest.raises(TaisceError) as gone:
+        run(_call(live_server_url, token, "get_artifact", artifact_id=artifact_id))
+    assert gone.value.status == 404
 
 
 def test_deleted_id_cannot_be_reused(live_server_url, live_project):

@@ -1,14 +1,21 @@
-"""Ledger seals and verification (governance.md §4.3). Tampering is done as the table owner with the
+"""Ledger seals and verification (governance.md §4.3). Tampering is done as the table owner (`owner_db`) with the
 triggers disabled, inside the test's transaction, so the shared ledger is restored by the rollback."""
 import hashlib
+import io
+import json
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from governance import audit, ledger
 from tests.governance.support import one, rows
 
-pytestmark = pytest.mark.django_db
+
+def _run(*args):
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
 
 
 def _seal():
@@ -33,7 +40,7 @@ def _tamper(table, sql, params=()):
 
 
 @pytest.fixture
-def sealed(db):
+def sealed(owner_db):
     _write(3)
     seal = _seal()
     assert seal is not None
@@ -54,8 +61,9 @@ def test_a_seal_chains_its_digests_and_verification_counts_what_came_after(seale
     result = _verify()
     # The audit.seal row and the three written since are unsealed, and a valid chain still shows them.
     assert after >= 4
-    assert result == {"valid": True, "seals": seals, "entries": entries, "unsealed": after,
-                      "head": sealed["digest"], "failure": ""}
+    assert {k: v for k, v in result.items() if k != "gaps"} == {
+        "valid": True, "seals": seals, "entries": entries, "unsealed": after, "head": sealed["digest"], "failure": "",
+        "outside": []}
     assert rows("SELECT operation, magnitude FROM audit_entry WHERE entry_id > %s AND principal = 'cli'"
                 " AND operation LIKE 'audit.%%' ORDER BY entry_id", [sealed["to_entry"]]) == [
         ("audit.seal", sealed["entry_count"]), ("audit.verify", seals)]
@@ -111,3 +119,20 @@ def test_verification_stops_at_the_first_broken_seal(sealed):
     _tamper("audit_entry", "UPDATE audit_entry SET principal = 'someone' WHERE entry_id = %s", [second["to_entry"]])
     _tamper("audit_entry", "UPDATE audit_entry SET principal = 'someone' WHERE entry_id = %s", [sealed["to_entry"]])
     assert _verify()["failure"] == f"seal {sealed['seal_id']}: altered entry"
+
+
+def test_memoir_audit_verify_exits_1_when_the_chain_is_broken(owner_db):
+    from governance import audit
+
+    audit.record("project.list", "cli", "operator", "", 0)
+    sealed = json.loads(_run("memoir_audit", "seal"))
+    assert json.loads(_run("memoir_audit", "verify"))["valid"] is True
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE audit_entry DISABLE TRIGGER ALL")
+        cursor.execute("UPDATE audit_entry SET magnitude = magnitude + 7 WHERE entry_id = %s", [sealed["to_entry"]])
+        cursor.execute("ALTER TABLE audit_entry ENABLE TRIGGER ALL")
+    out = io.StringIO()
+    with pytest.raises(CommandError) as info:
+        call_command("memoir_audit", "verify", stdout=out)
+    assert info.value.returncode == 1
+    assert json.loads(out.getvalue())["failure"] == f"seal {sealed['seal_id']}: altered entry"

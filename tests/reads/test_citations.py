@@ -188,19 +188,6 @@ def test_page_stops_before_the_byte_cap(project, auth):
     assert len(nxt["evidence"]) == 5 - fits and "next" not in nxt
 
 
-def test_a_quote_that_no_longer_matches_is_a_500_with_no_evidence(project, auth):
-    fact_id, receipt = dublin(project)
-    # The words are immutable by trigger; only a replica-role session can simulate storage corruption.
-    query("SET LOCAL session_replication_role = replica")
-    query("UPDATE turn_message SET content = 'Hello. I live in Dubhne. Thanks.' WHERE observation_id = %s",
-          [receipt.id])
-    query("SET LOCAL session_replication_role = origin")
-    response = post(auth, ROUTE, {"id": fact_id})
-    assert response.status_code == 500
-    assert response.json() == {"error": {"code": "internal", "message": "internal error"}}
-    assert ledger(project, "citation.resolve") == [("refused", 0)]
-
-
 def test_unknown_and_foreign_ids_are_the_same_404(project, auth, other):
     fact_id, _ = dublin(project)
     _, other_auth = other

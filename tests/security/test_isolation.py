@@ -146,20 +146,17 @@ def test_every_id_taking_route_answers_a_foreign_id_like_an_unknown_one():
     assert _b_view(b) == before
 
 
-def test_putting_an_artifact_under_a_foreign_id_answers_like_a_spent_id():
-    """Artifact ids are global (client-chosen primary keys), so a foreign id cannot be created again under A.
-    The answer is the one A gets for an id it deleted itself — 409, never 404 or B's metadata."""
+def test_putting_an_artifact_under_a_foreign_id_creates_its_own():
+    """Artifacts are named by (project, id): A's put of an id B holds is an ordinary create in A, with nothing
+    of B's in the answer, and B's artifact is untouched."""
     b = _project_b()
     a_name, a_token, _ = new_project()
     body = {"data_subject_id": "alice", "kind": "state", "content": ""}
+    fresh = call(a_token, "POST", "/v1/artifacts/put", {"id": str(uuid.uuid4()), **body})
     foreign = call(a_token, "POST", "/v1/artifacts/put", {"id": b["artifact"], **body})
-    spent = str(uuid.uuid4())
-    status, created, _ = call(a_token, "POST", "/v1/artifacts/put", {"id": spent, **body})
-    assert status == 200
-    assert call(a_token, "POST", "/v1/artifacts/delete", {"id": spent, "expected_version": created["version"]})[0] \
-        == 200
-    again = call(a_token, "POST", "/v1/artifacts/put", {"id": spent, **body})
-    assert (foreign[0], foreign[1]) == (again[0], again[1]) == (
-        409, {"error": {"code": "artifact_conflict", "message": "the artifact conflicts with an existing artifact"}})
+    assert (foreign[0], foreign[1]["replayed"], foreign[1]["bytes"]) == (fresh[0], fresh[1]["replayed"], 0) == (
+        200, False, 0)
+    assert set(foreign[1]) == set(fresh[1])
+    assert foreign[1]["authored_by"] == fresh[1]["authored_by"] and foreign[1]["id"] == b["artifact"]
     status, data, _ = call(b["token"], "POST", "/v1/artifacts/get", {"id": b["artifact"]})
     assert status == 200 and base64.b64decode(data["content"]) == b"B's private notes"

@@ -16,10 +16,15 @@ LOG = ROOT / "var" / "log" / "postgres.log"
 
 
 def _embedded():
+    """Is the test database on the cluster under var/pg/data? (The runtime role may not read data_directory.)"""
+    pid_file = ROOT / "var" / "pg" / "data" / "postmaster.pid"
+    if not LOG.exists() or not pid_file.exists():
+        return False
     with connection.cursor() as cursor:
-        cursor.execute("SHOW data_directory")
-        data = Path(cursor.fetchone()[0])
-    return LOG.exists() and data.resolve() == (ROOT / "var" / "pg" / "data").resolve()
+        cursor.execute("SELECT inet_server_port()")
+        port = cursor.fetchone()[0]
+    lines = pid_file.read_text().splitlines()
+    return len(lines) > 3 and lines[3].strip() == str(port)
 
 
 def _fail(sql, params):

@@ -103,14 +103,28 @@ def test_identical_put_without_version_replays_the_current_metadata(v1):
     assert ledger(v1.project, "artifact.put") == [("allowed", 1, "credential"), ("allowed", 0, "credential")]
 
 
-@pytest.mark.parametrize("change", [{"content": b"other"}, {"name": "renamed"}, {"subject": "bob"},
-                                    {"kind": "file"}])
-def test_any_difference_without_version_is_a_conflict_never_last_write_wins(v1, change):
+@pytest.mark.parametrize("change", [{"content": b"other"}, {"name": "renamed"}])
+def test_a_different_put_without_version_is_last_write_wins(v1, change):
     artifact_id = new_id()
     first = put(v1, artifact_id, name="n").json()
-    fields = {"content": b"hello", "name": "n", "subject": "alice", "kind": "state", **change}
-    response = put(v1, artifact_id, content=fields["content"], name=fields["name"], subject=fields["subject"],
-                   kind=fields["kind"])
+    fields = {"content": b"hello", "name": "n", **change}
+    response = put(v1, artifact_id, content=fields["content"], name=fields["name"])
+    assert response.status_code == 200
+    body = response.json()
+    assert body["replayed"] is False and body["version"] != first["version"]
+    got = v1.post("/artifacts/get", {"id": artifact_id}).json()
+    assert (got["version"], base64.b64decode(got["content"]), got["name"]) == (
+        body["version"], fields["content"], fields["name"])
+    assert artifact_count(v1.project) == 1
+    assert ledger(v1.project, "artifact.put") == [("allowed", 1, "credential"), ("allowed", 1, "credential")]
+
+
+@pytest.mark.parametrize("change", [{"subject": "bob"}, {"kind": "file"}])
+def test_a_changed_subject_or_kind_without_version_is_still_a_conflict(v1, change):
+    artifact_id = new_id()
+    first = put(v1, artifact_id, name="n").json()
+    fields = {"subject": "alice", "kind": "state", **change}
+    response = put(v1, artifact_id, name="n", subject=fields["subject"], kind=fields["kind"])
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "artifact_conflict"
     got = v1.post("/artifacts/get", {"id": artifact_id}).json()
@@ -185,14 +199,30 @@ def test_an_expired_id_awaiting_its_sweep_is_spent_too(v1):
     assert response.json()["error"]["code"] == "artifact_conflict"
 
 
-def test_an_id_held_by_another_project_is_a_conflict_not_a_server_error(v1, other_v1):
+def test_two_projects_each_hold_the_same_id_and_neither_learns_of_the_other(v1, other_v1):
     artifact_id = new_id()
-    assert put(v1, artifact_id).status_code == 200
-    response = put(other_v1, artifact_id)
-    assert response.status_code == 409
-    assert response.json()["error"]["code"] == "artifact_conflict"
-    assert artifact_count(other_v1.project) == 0
-    assert scalar("SELECT count(*) FROM observation WHERE scope = %s", [other_v1.project]) == 0
+    mine = put(v1, artifact_id, content=b"mine")
+    # The other project's put of the same id is an ordinary create: no conflict, nothing that says it is taken.
+    theirs = put(other_v1, artifact_id, subject="bob", kind="file", content=b"theirs")
+    assert (mine.status_code, theirs.status_code) == (200, 200)
+    assert theirs.json()["replayed"] is False and theirs.json()["id"] == artifact_id
+    assert base64.b64decode(v1.post("/artifacts/get", {"id": artifact_id}).json()["content"]) == b"mine"
+    assert base64.b64decode(other_v1.post("/artifacts/get", {"id": artifact_id}).json()["content"]) == b"theirs"
+    # Deleting one leaves the other, and the tombstone spends the id in its own project only.
+    version = mine.json()["version"]
+    assert v1.post("/artifacts/delete", {"id": artifact_id, "expected_version": version}).status_code == 200
+    assert other_v1.post("/artifacts/get", {"id": artifact_id}).status_code == 200
+    again = put(other_v1, artifact_id, subject="bob", kind="file", content=b"theirs")
+    assert again.status_code == 200 and again.json()["replayed"] is True
+    assert put(v1, artifact_id, content=b"mine").status_code == 409
+    assert (artifact_count(v1.project), artifact_count(other_v1.project)) == (0, 1)
+
+
+def test_a_project_may_use_an_id_another_project_deleted(v1, other_v1):
+    artifact_id = new_id()
+    first = put(v1, artifact_id).json()
+    assert v1.post("/artifacts/delete", {"id": artifact_id, "expected_version": first["version"]}).status_code == 200
+    assert put(other_v1, artifact_id).status_code == 200
 
 
 # --- the storage allowance --------------------------------------------------------------------------
@@ -446,16 +476,18 @@ def test_list_validation_is_400_invalid_artifact(v1, body):
 # --- delete -----------------------------------------------------------------------------------------
 
 
-def test_delete_needs_a_version_and_refuses_a_stale_one(v1):
+def test_delete_refuses_a_stale_version_and_without_one_deletes_whatever_is_current(v1):
     body = put(v1).json()
-    missing = v1.post("/artifacts/delete", {"id": body["id"]})
-    assert (missing.status_code, missing.json()["error"]["code"]) == (400, "invalid_artifact")
     stale = v1.post("/artifacts/delete", {"id": body["id"], "expected_version": new_id()})
     assert (stale.status_code, stale.json()["error"]["code"]) == (409, "artifact_conflict")
-    wrong_subject = v1.post("/artifacts/delete", {"id": body["id"], "expected_version": body["version"],
-                                                  "data_subject_id": "bob"})
+    wrong_subject = v1.post("/artifacts/delete", {"id": body["id"], "data_subject_id": "bob"})
     assert wrong_subject.status_code == 404
     assert artifact_count(v1.project) == 1
+    put(v1, body["id"], content=b"newer")
+    unconditional = v1.post("/artifacts/delete", {"id": body["id"], "data_subject_id": "alice"})
+    assert (unconditional.status_code, unconditional.json()) == (200, {"deleted": True})
+    assert artifact_count(v1.project) == 0
+    assert v1.post("/artifacts/delete", {"id": body["id"]}).status_code == 404
 
 
 def test_delete_removes_artifact_and_owner_and_leaves_a_tombstone(v1):

@@ -92,7 +92,8 @@ class PrivatePostgres:
         """Migrate a template database once (about 8 s) and create `projects` in it with real services."""
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
-        env = dict(os.environ, DATABASE_URL=self.url(TEMPLATE), DJANGO_SETTINGS_MODULE="config.settings.test")
+        env = dict(os.environ, DATABASE_URL=self.url(TEMPLATE), DJANGO_SETTINGS_MODULE="config.settings.test",
+                   MIGRATION_DATABASE_URL="")  # the cluster's superuser migrates it; no owner role here
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env,
                        check=True, timeout=300)
         with psycopg.connect(self.url(TEMPLATE), autocommit=True) as conn:
