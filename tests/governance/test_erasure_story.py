@@ -30,9 +30,10 @@ from tests.governance.support import (
     subject_counts,
     word,
 )
+from tests.support.postgres import PG_BIN
 
 RECEIPT_KEYS = set(PROJECT_COUNTS)  # the 13 receipt keys plus data_subject for a subject erasure
-PG_DUMP = "/usr/lib/postgresql/15/bin/pg_dump"
+PG_DUMP = str(PG_BIN / "pg_dump")
 
 
 def _dump_tables(database):
