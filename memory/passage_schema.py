@@ -82,6 +82,9 @@ CREATE TABLE passage_vector (
   chunk_id uuid NOT NULL REFERENCES passage_source (chunk_id) ON DELETE CASCADE,
   scope varchar(63) NOT NULL,
   source_id uuid NOT NULL,
+  -- Copied from the source so the index scan filters on them (a subject's or a role's passages only).
+  data_subject_id text NULL,
+  role varchar(16) NOT NULL,
   content_digest bytea NOT NULL,
   dimensions integer NOT NULL,
   embedding vector NOT NULL,
