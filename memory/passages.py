@@ -183,12 +183,14 @@ def _small_generation(cursor, generation):
 
 
 def fuse(*rankings):
-    """Reciprocal rank fusion: sum of 1/(RRF_K + rank) over the rankings a chunk appears in; ties by chunk id."""
+    """Reciprocal rank fusion: sum of 1/(RRF_K + rank) over the rankings a chunk appears in. Ties go to the
+    better rank in the first ranking (lexical: the message shares the question's words), then the chunk id."""
     scores = {}
     for ranking in rankings:
         for rank, chunk in enumerate(ranking, start=1):
             scores[chunk] = scores.get(chunk, 0.0) + 1.0 / (RRF_K + rank)
-    return sorted(scores, key=lambda chunk: (-scores[chunk], chunk))
+    first = {chunk: rank for rank, chunk in enumerate(rankings[0] if rankings else [])}
+    return sorted(scores, key=lambda chunk: (-scores[chunk], first.get(chunk, len(first)), chunk))
 
 
 def _hydrate(cursor, project, chunks, generation_id, question_literal):

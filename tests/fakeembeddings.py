@@ -8,6 +8,7 @@ import json
 import math
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DIMENSIONS = 384
@@ -28,7 +29,7 @@ class FakeEmbeddings:
     def __init__(self, *, dimensions=DIMENSIONS):
         self.dimensions = dimensions
         self.requests = []  # (path, headers, body)
-        self.override = None  # None, or {"status": int} / {"vector": [...]} for every reply
+        self.override = None  # None, or {"status": int} / {"vector": [...]} / {"delay": seconds} for every reply
         self._lock = threading.Lock()
         fake = self
 
@@ -63,6 +64,9 @@ class FakeEmbeddings:
             self.requests.append((handler.path, dict(handler.headers), body))
             override = self.override
         status, payload = 200, None
+        if override and "delay" in override:
+            time.sleep(override["delay"])
+            override = None
         if not handler.path.endswith("/embeddings") or not isinstance(body, dict):
             status, payload = 404, b"no such route"
         elif override and "status" in override:
