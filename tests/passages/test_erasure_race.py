@@ -23,7 +23,7 @@ def test_erasure_during_embedding_stores_nothing(committed):
     project, _, _ = make_project(committed)
     with fake_embeddings() as fake, committed():
         embedder = endpoint_for(fake)
-        embedder.identity  # the dimension probe happens before the race
+        assert embedder.identity.dimensions == 384  # the dimension probe happens before the race
         for n in range(3):
             observe_turn(project, f"Ann's private note number {n} about Quokkaville.", subject="ann")
         generation = generations.start(project=project, principal="cli", principal_kind="operator",
