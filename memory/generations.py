@@ -95,8 +95,8 @@ def build(*, project, generation_id, principal, principal_kind, embedder=None, p
         stored = _store(project, generation, batch, vectors, principal, principal_kind)
     remaining = len(rows) > page
     activated = False
+    _update_coverage(project, generation, complete=not remaining)
     if not remaining:
-        _update_coverage(project, generation)
         if generation.state == "building" and generation.auto_activate:
             try:
                 activate(project=project, generation_id=generation.generation_id, principal=principal,
@@ -131,14 +131,16 @@ def _store(project, generation, batch, vectors, principal, principal_kind):
     return stored
 
 
-def _update_coverage(project, generation):
+def _update_coverage(project, generation, *, complete):
     from .passages import coverage
 
     with connection.cursor() as cursor:
-        _, covered = coverage(cursor, project, generation.generation_id)
-        cursor.execute("UPDATE embedding_generation SET covered_through_offset = %s,"
-                       " built_at = coalesce(built_at, now()) WHERE generation_id = %s",
-                       [covered, str(generation.generation_id)])
+        cursor.execute("SELECT covered_through_offset FROM embedding_generation WHERE generation_id = %s",
+                       [str(generation.generation_id)])
+        _, covered = coverage(cursor, project, generation.generation_id, cursor.fetchone()[0])
+        built = ", built_at = coalesce(built_at, now())" if complete else ""
+        cursor.execute(f"UPDATE embedding_generation SET covered_through_offset = greatest(covered_through_offset,"
+                       f" %s::bigint){built} WHERE generation_id = %s", [covered, str(generation.generation_id)])
 
 
 def _missing(cursor, project, generation_id):
@@ -212,6 +214,9 @@ def repair(*, project, generation_id, principal, principal_kind):
             "  OR sha256(convert_to(m.content, 'UTF8')) <> ps.content_digest)",
             [str(generation.generation_id)])
         deleted = cursor.rowcount
+        if deleted:
+            cursor.execute("UPDATE embedding_generation SET covered_through_offset = NULL WHERE generation_id = %s",
+                           [str(generation.generation_id)])
         # A changed message's source is re-derived so its new text is searchable (lexically and by vector).
         cursor.execute(
             "UPDATE passage_source ps SET content_digest = sha256(convert_to(m.content, 'UTF8')),"

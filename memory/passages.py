@@ -95,18 +95,19 @@ def _usable(project):
     return generation, embedder
 
 
-def coverage(cursor, project, generation_id):
-    """(through_offset, covered_through_offset) for a generation: the stored log's end, and the offset below
-    which every surviving passage source has a vector in it."""
+def coverage(cursor, project, generation_id, known=None):
+    """(through_offset, covered_through_offset) for a generation: the stored log's end, and the offset through
+    which every surviving passage source has a vector in it. `known` is a coverage recorded earlier (it only
+    grows while no vector is dropped), so only the log after it is scanned."""
     cursor.execute("SELECT log_offset FROM watermark WHERE scope = %s", [project])
     row = cursor.fetchone()
     through = row[0] if row else None
     if generation_id is None or through is None:
         return through, None
     cursor.execute(
-        "SELECT min(ps.log_offset) FROM passage_source ps WHERE ps.scope = %s AND NOT EXISTS ("
-        " SELECT 1 FROM passage_vector pv WHERE pv.generation_id = %s AND pv.chunk_id = ps.chunk_id)",
-        [project, generation_id])
+        "SELECT min(ps.log_offset) FROM passage_source ps WHERE ps.scope = %s AND ps.log_offset > %s::bigint"
+        " AND NOT EXISTS (SELECT 1 FROM passage_vector pv WHERE pv.generation_id = %s AND pv.chunk_id = ps.chunk_id)",
+        [project, -1 if known is None else known, str(generation_id)])
     missing = cursor.fetchone()[0]
     covered = through if missing is None else missing - 1
     return through, (covered if covered >= 0 else None)
@@ -215,7 +216,8 @@ def _hydrate(cursor, project, chunks, generation_id, question_literal):
     return {row[0]: row for row in cursor.fetchall()}
 
 
-def search(*, project, question, limit=10, candidates=0, data_subject_id=None, roles=None, approximate=None):
+def search(*, project, question, limit=10, candidates=0, data_subject_id=None, roles=None, approximate=None,
+           with_coverage=True):
     """Hybrid passage search. `approximate=None` follows the route's rule (exact unless `candidates` > 0 or the
     generation is large); recall passes True. Never raises for a missing semantic surface."""
     generation, embedder = _usable(project)
@@ -261,7 +263,10 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
             if len(hits) == limit:
                 break
         generation_id = str(generation.generation_id) if generation is not None else ""
-        through, covered = coverage(cursor, project, generation.generation_id if semantic else None)
+        through, covered = None, None
+        if with_coverage:
+            through, covered = coverage(cursor, project, generation.generation_id if semantic else None,
+                                        generation.covered_through_offset if semantic else None)
     if semantic:
         state = "complete" if covered is not None and through is not None and covered >= through else "catching_up"
     elif generation is not None:

@@ -388,7 +388,8 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
     found_passages = None
     if "passages" in applied.surfaces:
         found_passages = passages.search(project=project, question=question, limit=MAX_RECALL_PASSAGES,
-                                         data_subject_id=subject, roles=applied.source_roles, approximate=True)
+                                         data_subject_id=subject, roles=applied.source_roles, approximate=True,
+                                         with_coverage=False)
     rows = _speaker_by_relevance(rows[:MAX_ROWS], anchors, question) + rows[MAX_ROWS:]
     return _compose(applied, found, anchors, rows, capped, subject, names, found_passages)
 
