@@ -113,16 +113,27 @@ def coverage(cursor, project, generation_id, known=None):
     return through, (covered if covered >= 0 else None)
 
 
+def _tsquery_literal(lexemes, joiner=" | "):
+    """A tsquery text of quoted lexemes (quotes doubled), bound as one parameter so the GIN index serves it."""
+    return joiner.join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes)
+
+
 def _lexical(cursor, project, question, subject, roles, k):
     """[(chunk_id, score, weight_fraction)] best first, BM25-like over the OR of the question's lexemes."""
-    cursor.execute(
-        "SELECT l, (SELECT count(*) FROM (SELECT 1 FROM passage_source p WHERE p.scope = %s"
-        "  AND p.lexemes @@ format('%%L', l)::tsquery LIMIT " + str(DF_CAP) + ") c)"
-        f" FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, %s::text))) l"
-        " WHERE strpos(l, E'\\\\') = 0 ORDER BY l", [project, question])
-    counts = cursor.fetchall()
-    if not counts:
+    cursor.execute(f"SELECT l FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, %s::text))) l"
+                   " WHERE strpos(l, E'\\\\') = 0 ORDER BY l", [question])
+    lexemes = [row[0] for row in cursor.fetchall()]
+    if not lexemes:
         return []
+    # Document frequency per lexeme, capped: one statement, each arm a GIN bitmap scan on a bound tsquery.
+    arms = " UNION ALL ".join(
+        "SELECT %s::text, (SELECT count(*) FROM (SELECT 1 FROM passage_source p WHERE p.scope = %s"
+        f" AND p.lexemes @@ %s::tsquery LIMIT {DF_CAP}) c)" for _ in lexemes)
+    params = []
+    for lexeme in lexemes:
+        params += [lexeme, project, _tsquery_literal([lexeme])]
+    cursor.execute(arms, params)
+    counts = cursor.fetchall()
     cursor.execute("SELECT log_offset + 1 FROM watermark WHERE scope = %s", [project])
     row = cursor.fetchone()
     total = max([row[0] if row else 1] + [df for _, df in counts])
@@ -132,21 +143,21 @@ def _lexical(cursor, project, question, subject, roles, k):
         return []
     rare = [lex for lex, df in counts if 0 < df < DF_CAP] or sorted(present, key=lambda x: (idf[x], x))[-3:]
     weight_total = sum(idf[lex] for lex in present) or 1.0
-    filters, params = "", {"project": project, "lex": present, "idf": [idf[x] for x in present], "rare": rare, "k": k}
+    filters = ""
+    params = {"project": project, "any": _tsquery_literal(rare), "tq": [_tsquery_literal([x]) for x in present],
+              "idf": [idf[x] for x in present], "k": k}
     if subject:
         filters += " AND p.data_subject_id = %(subject)s"
         params["subject"] = subject
     if roles:
         filters += " AND p.role = ANY(%(roles)s::text[])"
         params["roles"] = list(roles)
+    norm = f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(p.lexemes) / {AVG_LEXEMES}))"
     cursor.execute(
-        "WITH q AS (SELECT (SELECT string_agg(format('%%L', r), ' | ') FROM unnest(%(rare)s::text[]) r)::tsquery AS any),"
-        " w AS (SELECT format('%%L', l)::tsquery AS tq, idf FROM unnest(%(lex)s::text[], %(idf)s::float8[]) x(l, idf))"
-        " SELECT p.chunk_id::text, s.weight * " + str(BM25_K1 + 1) + " / (1 + " + str(BM25_K1) + " * (1 - "
-        + str(BM25_B) + " + " + str(BM25_B) + " * length(p.lexemes) / " + str(AVG_LEXEMES) + ")) AS score, s.weight"
-        " FROM q, passage_source p CROSS JOIN LATERAL (SELECT coalesce(sum(w.idf), 0) AS weight FROM w"
-        "  WHERE p.lexemes @@ w.tq) s"
-        " WHERE p.scope = %(project)s AND p.lexemes @@ q.any" + filters +
+        f"SELECT p.chunk_id::text, s.weight * {BM25_K1 + 1} / {norm} AS score, s.weight"
+        " FROM passage_source p CROSS JOIN LATERAL (SELECT coalesce(sum(w.idf), 0) AS weight"
+        "  FROM unnest(%(tq)s::tsquery[], %(idf)s::float8[]) w(tq, idf) WHERE p.lexemes @@ w.tq) s"
+        " WHERE p.scope = %(project)s AND p.lexemes @@ %(any)s::tsquery" + filters +
         " ORDER BY score DESC, p.log_offset DESC, p.ordinal, p.chunk_id LIMIT %(k)s", params)
     return [(chunk, float(score), float(weight) / weight_total) for chunk, score, weight in cursor.fetchall()]
 
