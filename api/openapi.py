@@ -399,7 +399,7 @@ ROUTES = {
         "surfaces[]": {"enum": list(SURFACES)},
         "hops": {"description": "clamped into [1, 2], never refused"},
     }, errors={400: ["invalid_question", "invalid_recall_controls"]}),
-    "embedding.search": Route("recall", "Passage search (no embedding model in v1: 503)", body="Passages", rules={
+    "embedding.search": Route("recall", "Hybrid passage search: lexical, plus vectors of the active generation", body="Passages", rules={
         "": {"required": ["question"]},
         "question": text(MAX_QUESTION_BYTES, non_blank=True),
         "limit": int_range(1, 32),

@@ -1,7 +1,9 @@
-"""POST /v1/recalls and the semantic search routes that v1 validates and then answers 503 (api.md §7.2, §7.3)."""
+"""POST /v1/recalls, POST /v1/passages/search (hybrid, api.md §7.3) and the candidate routes that still validate
+and then answer 503."""
 from django.conf import settings
 
-from memory import recall
+from api.encoding import format_ts
+from memory import passages, recall
 from memory.closed_sets import ROLES
 
 from .base import Result, V1View
@@ -86,6 +88,27 @@ class PassagesSearchView(_UnavailableSearch):
             raise ApiError(400, self.invalid_code)
         if body.get("source_role", "") not in ("", *ROLES):
             raise ApiError(400, self.invalid_code)
+
+    def handle(self, caller, body):
+        self.validate(body)
+        role = body.get("source_role", "")
+        found = passages.search(
+            project=caller.project, question=body["question"], limit=body.get("limit", DEFAULT_SEARCH_LIMIT),
+            candidates=body.get("candidates", 0), data_subject_id=body.get("data_subject_id") or None,
+            roles=(role,) if role else None)
+        items = []
+        for hit in found.hits:
+            text, byte_end, complete = passages.preview(hit.content)
+            items.append({
+                "chunk_id": hit.chunk_id, "source_id": hit.source_id, "ordinal": hit.ordinal, "role": hit.role,
+                "preview": text, "similarity": hit.similarity, "occurred_at": format_ts(hit.occurred_at),
+                "message_bytes": hit.message_bytes, "preview_complete": complete, "preview_byte_end": byte_end,
+                "content_digest": hit.content_digest,
+            })
+        data = {"generation_id": found.generation_id, "through_offset": found.through_offset,
+                "covered_through_offset": found.covered_through_offset, "build_state": found.build_state,
+                "approximate": found.approximate, "passages": items}
+        return Result(data, magnitude=len(items))
 
 
 class EntityCandidatesView(_UnavailableSearch):

@@ -35,6 +35,11 @@ app.conf.beat_schedule = {
         "options": {"expires": 5},
     },
     "retention-sweep": {"task": "governance.tasks.retention_sweep", "schedule": 3600.0, "options": {"expires": 3600}},
+    "embedding-sweep": {
+        "task": "memory.tasks.embedding_sweep",
+        "schedule": float(os.environ.get("MEMOIR_EMBEDDING_INTERVAL", "10")),
+        "options": {"expires": 10},
+    },
     "audit-seal": {"task": "governance.tasks.seal_audit", "schedule": 300.0, "options": {"expires": 300}},
     "notification-deliveries": {
         "task": "notifications.tasks.deliver",

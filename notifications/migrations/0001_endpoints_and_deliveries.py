@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('governance', '0004_notification_retry_op'),
+        ('governance', '0006_audit_operations_round2'),
     ]
 
     operations = [

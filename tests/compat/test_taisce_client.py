@@ -57,13 +57,15 @@ def test_bad_token_is_a_401_with_the_contract_code(live_server_url):
     assert (info.value.status, info.value.code) == (401, "unauthenticated")
 
 
-def test_passage_search_answers_passage_unavailable(live_server_url, live_project):
+def test_passage_search_answers_200(live_server_url, live_project):
     _, token = live_project
 
     async def call():
         async with Client(live_server_url, token) as client:
-            await client.search_passages(question="where do I live?")
+            await client.observe(idempotency_key=str(uuid.uuid4()), data_subject_id="zoe",
+                                 messages=[{"role": "user", "content": "I finally moved to Galway in May."}])
+            return await client.search_passages(question="where do I live? galway?", limit=5)
 
-    with pytest.raises(TaisceError) as info:
-        run(call())
-    assert (info.value.status, info.value.code) == (503, "passage_unavailable")
+    answer = run(call())
+    assert answer["build_state"] == "lexical_only" and answer["approximate"] is False
+    assert [p["preview"] for p in answer["passages"]] == ["I finally moved to Galway in May."]

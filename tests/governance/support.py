@@ -32,6 +32,9 @@ PROJECT_COUNTS = {
     "record_retraction": "SELECT count(*) FROM record_retraction WHERE scope = %s",
     "curated_claim": "SELECT count(*) FROM curated_claim WHERE scope = %s",
     "data_subject": "SELECT count(*) FROM data_subject WHERE scope = %s",
+    "passage_source": "SELECT count(*) FROM passage_source WHERE scope = %s",
+    "passage_tsvector": "SELECT count(*) FROM passage_source WHERE scope = %s AND lexemes IS NOT NULL",
+    "passage_vector": "SELECT count(*) FROM passage_vector WHERE scope = %s",
 }
 
 # One subject's rows in every table (the subject's own observations, or what they registered).
@@ -61,6 +64,8 @@ SUBJECT_COUNTS = {
     "data_subject": "SELECT count(*) FROM data_subject WHERE scope = %(p)s AND subject_id::text = %(s)s",
     "subject_retry": "SELECT count(*) FROM subject_retry r JOIN data_subject d USING (subject_id)"
                      " WHERE d.scope = %(p)s AND d.subject_id::text = %(s)s",
+    "passage_source": f"SELECT count(*) FROM passage_source WHERE source_id IN ({_MINE})",
+    "passage_vector": f"SELECT count(*) FROM passage_vector WHERE source_id IN ({_MINE})",
 }
 
 

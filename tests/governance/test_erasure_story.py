@@ -11,8 +11,10 @@ from django.conf import settings
 from django.db import connection, connections
 
 from governance.erasure import erase
-from memory import services
+from memory import generations, services
+from memory.embedders import EndpointConfig, EndpointEmbedder
 from memory.errors import Conflict
+from tests.fakeembeddings import fake_embeddings
 from tests.governance.support import (
     PROJECT_COUNTS,
     add_artifact,
@@ -30,9 +32,22 @@ from tests.governance.support import (
     subject_counts,
     word,
 )
+from tests.support.postgres import PG_BIN
 
 RECEIPT_KEYS = set(PROJECT_COUNTS)  # the 13 receipt keys plus data_subject for a subject erasure
-PG_DUMP = "/usr/lib/postgresql/15/bin/pg_dump"
+PG_DUMP = str(PG_BIN / "pg_dump")
+
+
+def embed_everything(project):
+    """Every passage source of the project gets a vector (through a loopback embedding endpoint)."""
+    with fake_embeddings() as fake:
+        embedder = EndpointEmbedder(EndpointConfig(endpoint=fake.base_url, model="fake-bag",
+                                                   allowlist=(fake.authority,)))
+        generation = generations.start(project=project, principal="cli", principal_kind="operator",
+                                       embedder=embedder)
+        while generations.build(project=project, generation_id=generation.generation_id, principal="cli",
+                                principal_kind="operator", embedder=embedder).remaining:
+            pass
 
 
 def _dump_tables(database):
@@ -76,6 +91,8 @@ def test_erasing_subject_a_leaves_nothing_of_a_and_everything_of_b(committed, co
         curated_text = f"I prefer {word('Tea')}."
         add_curated(project, a, curated_text)
         add_retraction(project, a_obs[0], fact_of(project, a_obs[0]))
+
+        embed_everything(project)
 
         # The story is there before the erasure: history from the move, the Amman refusal, the shared spelling.
         mine = subject_counts(project, a)

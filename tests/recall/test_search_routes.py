@@ -1,5 +1,5 @@
-"""The semantic search routes (api.md §7.3, recall.md §8): validated first, then 503 because v1 has no
-embedding model; both outcomes leave one refused ledger row."""
+"""The search routes (api.md §7.3): validated first; passages then answer 200 (lexically here: this server has
+no embedder), the candidate routes 503. Each outcome leaves one ledger row."""
 import pytest
 from django.db import connection
 
@@ -52,7 +52,18 @@ def test_invalid_queries(project, auth, route, name, body):
     assert last_ledger_row(project) == (op, "refused", 0)
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=["passages", "entities", "reports"])
+@pytest.mark.parametrize("name,body", SHARED_VALID, ids=[c[0] for c in SHARED_VALID])
+def test_valid_passage_queries_answer(project, auth, name, body):
+    response = post(auth, "/v1/passages/search", body)
+    assert response.status_code == 200
+    answer = response.json()
+    assert set(answer) == {"generation_id", "through_offset", "covered_through_offset", "build_state", "approximate",
+                           "passages"}
+    assert answer["build_state"] == "lexical_only" and answer["generation_id"] == ""
+    assert last_ledger_row(project) == ("embedding.search", "allowed", len(answer["passages"]))
+
+
+@pytest.mark.parametrize("route", [ENTITIES, REPORTS], ids=["entities", "reports"])
 @pytest.mark.parametrize("name,body", SHARED_VALID, ids=[c[0] for c in SHARED_VALID])
 def test_valid_queries_are_unavailable(project, auth, route, name, body):
     path, _, unavailable, op = route
@@ -64,9 +75,9 @@ def test_valid_queries_are_unavailable(project, auth, route, name, body):
 
 
 @pytest.mark.parametrize("body,status", [
-    ({"question": "q", "data_subject_id": "alice", "source_role": "tool"}, 503),
-    ({"question": "q", "source_role": ""}, 503),
-    ({"question": "q", "data_subject_id": "x" * 1024}, 503),
+    ({"question": "q", "data_subject_id": "alice", "source_role": "tool"}, 200),
+    ({"question": "q", "source_role": ""}, 200),
+    ({"question": "q", "data_subject_id": "x" * 1024}, 200),
     ({"question": "q", "data_subject_id": "x" * 1025}, 400),
     ({"question": "q", "data_subject_id": "a\u0000"}, 400),
     ({"question": "q", "source_role": "USER"}, 400),

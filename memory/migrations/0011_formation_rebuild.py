@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('governance', '0003_console_groups'),
-        ('memory', '0007_fact_slot_per_subject'),
+        ('memory', '0010_fact_has_name_index'),
     ]
 
     operations = [

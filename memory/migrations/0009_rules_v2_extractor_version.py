@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('governance', '0003_console_groups'),
-        ('memory', '0007_fact_slot_per_subject'),
+        ('memory', '0008_formation_error_without_content'),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('governance', '0003_console_groups'),
-        ('memory', '0008_rules_v2_extractor_version'),
+        ('memory', '0009_rules_v2_extractor_version'),
     ]
 
     operations = [

@@ -22,9 +22,9 @@ def revoke(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("governance", "0004_rebuild_audit_operations"),
+        ("governance", "0006_audit_operations_round2"),
         ("governance", "0003_console_groups"),
-        ("memory", "0008_formation_rebuild"),
+        ("memory", "0011_formation_rebuild"),
     ]
 
     operations = [migrations.RunPython(grant, revoke)]

@@ -1,0 +1,308 @@
+"""Embedding generations (writes): start, build, activate, cancel, prune and repair, each with its `embedding.*`
+ledger row, and the follower that keeps a project's generations current. PostgreSQL is the queue: a passage
+source with no vector in a live generation is the work; Celery only kicks (memory/tasks.py)."""
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from governance import audit
+
+from . import embedders
+from .errors import Conflict, NotFound, Unavailable
+from .locks import advisory_xact_lock
+from .models import EmbeddingGeneration
+from .passages import vector_literal, vector_storage_ready
+
+logger = logging.getLogger(__name__)
+
+PAGE = 128
+LIVE_STATES = ("building", "active")
+
+
+@dataclass(frozen=True)
+class BuildPage:
+    embedded: int
+    remaining: bool
+    activated: bool = False
+
+
+def _require_storage():
+    if not vector_storage_ready():
+        raise Unavailable("passage_unavailable", "this database has no pgvector: passages are lexical only")
+
+
+def _embedder(embedder):
+    embedder = embedder or embedders.configured()
+    if embedder is None:
+        raise Unavailable("passage_unavailable", "no embedding model is configured")
+    return embedder
+
+
+def _generation(project, generation_id, *, lock=False):
+    query = EmbeddingGeneration.objects.filter(project_id=project, generation_id=generation_id)
+    generation = (query.select_for_update() if lock else query).first()
+    if generation is None:
+        raise NotFound("not_found", "no such generation")
+    return generation
+
+
+def start(*, project, principal, principal_kind, embedder=None, auto_activate=False):
+    """A new building generation under the configured embedder's identity. At most one building per project
+    (and one active), so never more than two live generations."""
+    _require_storage()
+    identity = _embedder(embedder).identity
+    with transaction.atomic(), connection.cursor() as cursor:
+        advisory_xact_lock(cursor, "embedding-generation", project)
+        if EmbeddingGeneration.objects.filter(project_id=project, state="building").exists():
+            raise Conflict("generation_exists", "a generation is already building; cancel or activate it first")
+        generation = EmbeddingGeneration.objects.create(
+            project_id=project, provider=identity.provider, model=identity.model, revision=identity.revision,
+            dimensions=identity.dimensions, input_format=identity.input_format, state="building",
+            auto_activate=auto_activate, started_by=principal)
+        audit.record("embedding.start", principal, principal_kind, project, 1)
+    return generation
+
+
+_PENDING = (
+    "SELECT ps.chunk_id::text, ps.source_id::text, ps.content_digest, m.content FROM passage_source ps"
+    " JOIN turn_message m ON m.chunk_id = ps.chunk_id"
+    " WHERE ps.scope = %s AND NOT EXISTS (SELECT 1 FROM passage_vector pv WHERE pv.generation_id = %s"
+    "  AND pv.chunk_id = ps.chunk_id)"
+    " ORDER BY ps.log_offset, ps.ordinal LIMIT %s"
+)
+
+
+def build(*, project, generation_id, principal, principal_kind, embedder=None, page=PAGE):
+    """Embed one page of the generation's missing sources. No transaction is open while the model runs; the
+    store waits for any erasure of those sources and keeps only sources still present and unchanged."""
+    _require_storage()
+    embedder = _embedder(embedder)
+    generation = _generation(project, generation_id)
+    if generation.state not in LIVE_STATES:
+        raise Conflict("generation_not_live", "the generation was cancelled or retired")
+    if not embedder.identity.matches(generation):
+        raise Conflict("embedder_mismatch", "the configured embedder is not the generation's model")
+    with connection.cursor() as cursor:
+        cursor.execute(_PENDING, [project, str(generation.generation_id), page + 1])
+        rows = cursor.fetchall()
+    batch = rows[:page]
+    stored = 0
+    if batch:
+        vectors = embedder.embed([row[3] for row in batch])
+        stored = _store(project, generation, batch, vectors, principal, principal_kind)
+    remaining = len(rows) > page
+    activated = False
+    _update_coverage(project, generation, complete=not remaining)
+    if not remaining:
+        if generation.state == "building" and generation.auto_activate:
+            try:
+                activate(project=project, generation_id=generation.generation_id, principal=principal,
+                         principal_kind=principal_kind)
+                activated = True
+            except Conflict:
+                remaining = True  # a source arrived meanwhile; the next page takes it
+    return BuildPage(embedded=stored, remaining=remaining, activated=activated)
+
+
+def _store(project, generation, batch, vectors, principal, principal_kind):
+    chunks = [row[0] for row in batch]
+    sources = sorted({row[1] for row in batch})
+    digests = [bytes(row[2]) for row in batch]
+    literals = [vector_literal(v) for v in vectors]
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Erasure locks its observations FOR UPDATE first: this waits for it, and a source it removed is then
+        # simply absent below, so nothing of an erased message is ever stored.
+        cursor.execute("SELECT 1 FROM observation WHERE scope = %s AND observation_id = ANY(%s::uuid[])"
+                       " ORDER BY observation_id FOR KEY SHARE", [project, sources])
+        cursor.execute(
+            "INSERT INTO passage_vector (generation_id, chunk_id, scope, source_id, data_subject_id, role,"
+            " content_digest, dimensions, embedding)"
+            " SELECT %s::uuid, ps.chunk_id, ps.scope, ps.source_id, ps.data_subject_id, ps.role, ps.content_digest,"
+            " %s::int, x.v::vector"
+            " FROM unnest(%s::uuid[], %s::bytea[], %s::text[]) AS x(chunk_id, digest, v)"
+            " JOIN passage_source ps ON ps.chunk_id = x.chunk_id AND ps.content_digest = x.digest AND ps.scope = %s"
+            " ON CONFLICT (generation_id, chunk_id) DO NOTHING",
+            [str(generation.generation_id), generation.dimensions, chunks, digests, literals, project])
+        stored = cursor.rowcount
+        audit.record("embedding.build", principal, principal_kind, project, stored)
+    return stored
+
+
+def _update_coverage(project, generation, *, complete):
+    from .passages import coverage
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT covered_through_offset FROM embedding_generation WHERE generation_id = %s",
+                       [str(generation.generation_id)])
+        _, covered = coverage(cursor, project, generation.generation_id, cursor.fetchone()[0])
+        built = ", built_at = coalesce(built_at, now())" if complete else ""
+        cursor.execute(f"UPDATE embedding_generation SET covered_through_offset = greatest(covered_through_offset,"
+                       f" %s::bigint){built} WHERE generation_id = %s", [covered, str(generation.generation_id)])
+
+
+def _missing(cursor, project, generation_id):
+    cursor.execute(
+        "SELECT count(*) FROM passage_source ps WHERE ps.scope = %s AND NOT EXISTS (SELECT 1 FROM passage_vector pv"
+        " WHERE pv.generation_id = %s AND pv.chunk_id = ps.chunk_id AND pv.content_digest = ps.content_digest)",
+        [project, str(generation_id)])
+    return cursor.fetchone()[0]
+
+
+def activate(*, project, generation_id, principal, principal_kind):
+    """Make a fully built generation the one searched; the previous active one is retired. Refused while any
+    surviving source lacks a vector."""
+    _require_storage()
+    with transaction.atomic(), connection.cursor() as cursor:
+        advisory_xact_lock(cursor, "embedding-generation", project)
+        generation = _generation(project, generation_id, lock=True)
+        if generation.state == "active":
+            return generation
+        if generation.state != "building":
+            raise Conflict("generation_not_live", "the generation was cancelled or retired")
+        if _missing(cursor, project, generation.generation_id):
+            raise Conflict("generation_incomplete", "some passage sources have no vector in this generation")
+        cursor.execute("UPDATE embedding_generation SET state = 'retired', ended_at = now()"
+                       " WHERE scope = %s AND state = 'active'", [project])
+        cursor.execute("UPDATE embedding_generation SET state = 'active', activated_at = now(),"
+                       " built_at = coalesce(built_at, now()) WHERE generation_id = %s",
+                       [str(generation.generation_id)])
+        audit.record("embedding.activate", principal, principal_kind, project, 1)
+    generation.refresh_from_db()
+    return generation
+
+
+def cancel(*, project, generation_id, principal, principal_kind):
+    """Stop a building generation and delete its vectors."""
+    _require_storage()
+    with transaction.atomic(), connection.cursor() as cursor:
+        advisory_xact_lock(cursor, "embedding-generation", project)
+        generation = _generation(project, generation_id, lock=True)
+        if generation.state != "building":
+            raise Conflict("generation_not_building", "only a building generation can be cancelled")
+        cursor.execute("DELETE FROM passage_vector WHERE generation_id = %s", [str(generation.generation_id)])
+        deleted = cursor.rowcount
+        cursor.execute("UPDATE embedding_generation SET state = 'cancelled', ended_at = now()"
+                       " WHERE generation_id = %s", [str(generation.generation_id)])
+        audit.record("embedding.cancel", principal, principal_kind, project, deleted)
+    return deleted
+
+
+def prune(*, project, principal, principal_kind):
+    """Delete the vectors of the project's cancelled and retired generations (their rows stay as history)."""
+    _require_storage()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM passage_vector pv USING embedding_generation g"
+                       " WHERE g.generation_id = pv.generation_id AND g.scope = %s"
+                       " AND g.state IN ('cancelled', 'retired')", [project])
+        deleted = cursor.rowcount
+        audit.record("embedding.prune", principal, principal_kind, project, deleted)
+    return deleted
+
+
+def repair(*, project, generation_id, principal, principal_kind):
+    """Drop the generation's vectors whose source changed since they were made; the follower re-embeds them."""
+    _require_storage()
+    with transaction.atomic(), connection.cursor() as cursor:
+        generation = _generation(project, generation_id)
+        cursor.execute(
+            "DELETE FROM passage_vector pv USING passage_source ps, turn_message m"
+            " WHERE pv.generation_id = %s AND ps.chunk_id = pv.chunk_id AND m.chunk_id = ps.chunk_id"
+            " AND (pv.content_digest <> ps.content_digest"
+            "  OR sha256(convert_to(m.content, 'UTF8')) <> ps.content_digest)",
+            [str(generation.generation_id)])
+        deleted = cursor.rowcount
+        if deleted:
+            cursor.execute("UPDATE embedding_generation SET covered_through_offset = NULL WHERE generation_id = %s",
+                           [str(generation.generation_id)])
+        # A changed message's source is re-derived so its new text is searchable (lexically and by vector).
+        cursor.execute(
+            "UPDATE passage_source ps SET content_digest = sha256(convert_to(m.content, 'UTF8')),"
+            " message_bytes = octet_length(convert_to(m.content, 'UTF8')),"
+            " lexemes = to_tsvector('english'::regconfig, m.content)"
+            " FROM turn_message m WHERE m.chunk_id = ps.chunk_id AND ps.scope = %s"
+            " AND sha256(convert_to(m.content, 'UTF8')) <> ps.content_digest", [project])
+        audit.record("embedding.repair", principal, principal_kind, project, deleted + cursor.rowcount)
+    return deleted
+
+
+# ---------------------------------------------------------------------------------------------
+# The follower
+
+
+def _try_lock(cursor, project):
+    cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [f"memoir:embedding-follow:{project}"])
+    return cursor.fetchone()[0]
+
+
+def _unlock(cursor, project):
+    cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [f"memoir:embedding-follow:{project}"])
+
+
+def follow(project, *, budget=None):
+    """Bring the project's live generations up to date (one follower per project at a time). A project that
+    never had a generation gets one started, to activate itself when built (MEMOIR_EMBEDDING_AUTOSTART).
+    Returns the number of vectors stored, or None when another follower holds the project."""
+    if not vector_storage_ready():
+        return 0
+    try:
+        embedder = embedders.configured()
+    except embedders.EmbedderConfigError:
+        logger.warning("embedding follower: the embedder settings are unusable")
+        return 0
+    if embedder is None:
+        return 0
+    deadline = time.monotonic() + (budget if budget is not None else settings.MEMOIR_EMBEDDING_FOLLOW_BUDGET)
+    with connection.cursor() as cursor:
+        if not _try_lock(cursor, project):
+            return None
+    stored = 0
+    try:
+        live = list(EmbeddingGeneration.objects.filter(project_id=project, state__in=LIVE_STATES))
+        if not live and settings.MEMOIR_EMBEDDING_AUTOSTART:
+            if EmbeddingGeneration.objects.filter(project_id=project).exists():
+                return 0  # an operator ended every generation: do not restart on our own
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT EXISTS (SELECT 1 FROM passage_source WHERE scope = %s)", [project])
+                if not cursor.fetchone()[0]:
+                    return 0
+            try:
+                live = [start(project=project, principal=audit.SYSTEM_PRINCIPAL, principal_kind="system",
+                              embedder=embedder, auto_activate=True)]
+            except Conflict:
+                live = list(EmbeddingGeneration.objects.filter(project_id=project, state__in=LIVE_STATES))
+        identity = embedder.identity
+        for generation in live:
+            if not identity.matches(generation):
+                continue  # never mix vectors: another model's generation waits for its own embedder
+            while time.monotonic() < deadline:
+                page = build(project=project, generation_id=generation.generation_id,
+                             principal=audit.SYSTEM_PRINCIPAL, principal_kind="system", embedder=embedder)
+                stored += page.embedded
+                if not page.remaining:
+                    break
+                if page.embedded == 0:
+                    break  # a page of sources that vanished meanwhile; the next kick retries
+    finally:
+        with connection.cursor() as cursor:
+            _unlock(cursor, project)
+    return stored
+
+
+def projects_to_follow():
+    """Projects with a passage source missing from a live generation, or (autostart) with sources and no
+    generation ever."""
+    if not vector_storage_ready():
+        return []
+    autostart = settings.MEMOIR_EMBEDDING_AUTOSTART
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT g.scope FROM embedding_generation g WHERE g.state IN ('building', 'active') AND EXISTS ("
+            " SELECT 1 FROM passage_source ps WHERE ps.scope = g.scope AND NOT EXISTS (SELECT 1 FROM passage_vector pv"
+            "  WHERE pv.generation_id = g.generation_id AND pv.chunk_id = ps.chunk_id))"
+            " UNION SELECT p.name FROM project p WHERE %s AND NOT EXISTS (SELECT 1 FROM embedding_generation g"
+            "  WHERE g.scope = p.name) AND EXISTS (SELECT 1 FROM passage_source ps WHERE ps.scope = p.name)"
+            " ORDER BY 1", [autostart])
+        return [row[0] for row in cursor.fetchall()]

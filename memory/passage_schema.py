@@ -1,0 +1,128 @@
+"""The passage tables' DDL, run only by migrations: passage sources with their lexical index, and the vector
+storage that exists only where the pgvector extension is available (docs/decisions.md, "Passages")."""
+
+# The text-search configuration of every passage tsvector and query: english stems and drops stop words,
+# which is what a question phrased differently from its answer needs (docs/decisions.md).
+TS_CONFIG = "english"
+# Dimensions that get an HNSW index (a partial expression index each); any other dimension is searched exactly.
+INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
+
+# Registered in projection_kind, keyed by the source observation (id_column source_id): erasure and retention
+# reach these rows through the selection's observations, with no projection_dependency row per message.
+PASSAGE_KINDS = (
+    ("passage_source", "passage_source", "source_id", "a message's passage source and its tsvector"),
+    ("passage_vector", "passage_vector", "source_id", "a passage source's embedding in one generation"),
+)
+
+SOURCES_SQL = f"""
+CREATE TABLE passage_source (
+  chunk_id uuid PRIMARY KEY,
+  scope varchar(63) NOT NULL,
+  source_id uuid NOT NULL,
+  ordinal integer NOT NULL,
+  role varchar(16) NOT NULL,
+  log_offset bigint NOT NULL,
+  occurred_at timestamptz NOT NULL,
+  data_subject_id text NULL,
+  input_format varchar(32) NOT NULL DEFAULT 'message-text/v1' CHECK (input_format = 'message-text/v1'),
+  content_digest bytea NOT NULL CHECK (octet_length(content_digest) = 32),
+  message_bytes integer NOT NULL,
+  lexemes tsvector NOT NULL,
+  CONSTRAINT passage_source_message_fk FOREIGN KEY (chunk_id) REFERENCES turn_message (chunk_id)
+    ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
+  CONSTRAINT passage_source_observation_fk FOREIGN KEY (scope, source_id) REFERENCES observation (scope, observation_id)
+    ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED
+);
+CREATE INDEX passage_source_lexemes_idx ON passage_source USING gin (lexemes);
+CREATE INDEX passage_source_offset_idx ON passage_source (scope, log_offset, ordinal);
+CREATE INDEX passage_source_source_idx ON passage_source (source_id);
+
+-- A passage source is written by the statement that stores its message, so the lexical surface never lags.
+CREATE FUNCTION memoir_passage_sources() RETURNS trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF TG_TABLE_NAME <> 'turn_message' THEN
+    RAISE EXCEPTION 'memoir_passage_sources serves turn_message only';
+  END IF;
+  INSERT INTO public.passage_source (chunk_id, scope, source_id, ordinal, role, log_offset, occurred_at,
+                                     data_subject_id, content_digest, message_bytes, lexemes)
+  SELECT n.chunk_id, o.scope, n.observation_id, n.ordinal, n.role, o.log_offset, n.occurred_at, o.data_subject_id,
+         sha256(convert_to(n.content, 'UTF8')), octet_length(convert_to(n.content, 'UTF8')),
+         to_tsvector('{TS_CONFIG}'::regconfig, n.content)
+  FROM new_messages n JOIN public.observation o ON o.observation_id = n.observation_id
+  WHERE o.kind = 'turn';
+  RETURN NULL;
+END $$;
+CREATE TRIGGER turn_message_passage_sources AFTER INSERT ON turn_message
+  REFERENCING NEW TABLE AS new_messages FOR EACH STATEMENT EXECUTE FUNCTION memoir_passage_sources();
+
+INSERT INTO passage_source (chunk_id, scope, source_id, ordinal, role, log_offset, occurred_at, data_subject_id,
+                            content_digest, message_bytes, lexemes)
+SELECT m.chunk_id, o.scope, m.observation_id, m.ordinal, m.role, o.log_offset, m.occurred_at, o.data_subject_id,
+       sha256(convert_to(m.content, 'UTF8')), octet_length(convert_to(m.content, 'UTF8')),
+       to_tsvector('{TS_CONFIG}'::regconfig, m.content)
+FROM turn_message m JOIN observation o ON o.observation_id = m.observation_id WHERE o.kind = 'turn';
+"""
+
+SOURCES_REVERSE = """
+DROP TRIGGER turn_message_passage_sources ON turn_message;
+DROP FUNCTION memoir_passage_sources();
+DROP TABLE passage_source;
+"""
+
+_HNSW = "\n".join(
+    f"CREATE INDEX passage_vector_hnsw_{d} ON passage_vector USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
+    f" WHERE dimensions = {d};"
+    for d in INDEXED_DIMENSIONS
+)
+
+VECTOR_SQL = f"""
+CREATE TABLE passage_vector (
+  generation_id uuid NOT NULL REFERENCES embedding_generation (generation_id) ON DELETE CASCADE,
+  chunk_id uuid NOT NULL REFERENCES passage_source (chunk_id) ON DELETE CASCADE,
+  scope varchar(63) NOT NULL,
+  source_id uuid NOT NULL,
+  -- Copied from the source so the index scan filters on them (a subject's or a role's passages only).
+  data_subject_id text NULL,
+  role varchar(16) NOT NULL,
+  content_digest bytea NOT NULL,
+  dimensions integer NOT NULL,
+  embedding vector NOT NULL,
+  embedded_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (generation_id, chunk_id),
+  CONSTRAINT passage_vector_dimensions_chk CHECK (vector_dims(embedding) = dimensions)
+);
+CREATE INDEX passage_vector_source_idx ON passage_vector (source_id);
+{_HNSW}
+"""
+
+VECTOR_REVERSE = "DROP TABLE IF EXISTS passage_vector;"
+
+
+def vector_extension_state(cursor):
+    """'installed', 'available' (not created here) or 'missing'."""
+    cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'),"
+                   " EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')")
+    installed, available = cursor.fetchone()
+    return "installed" if installed else ("available" if available else "missing")
+
+
+def create_vector_storage(connection, transaction):
+    """Create the extension when the server ships it and we may, then the vector table. Without pgvector the
+    vector parts are skipped and the semantic surfaces answer as unavailable."""
+    from django.db import DatabaseError
+
+    with connection.cursor() as cursor:
+        state = vector_extension_state(cursor)
+        if state == "missing":
+            return False
+        if state == "available":
+            try:
+                with transaction.atomic(using=connection.alias):
+                    cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            except DatabaseError:
+                return False  # not allowed to create it: an operator runs the one CREATE EXTENSION (README)
+        cursor.execute("SELECT to_regclass('passage_vector') IS NOT NULL")
+        if not cursor.fetchone()[0]:
+            cursor.execute(VECTOR_SQL)
+    return True

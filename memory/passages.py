@@ -1,0 +1,298 @@
+"""Passage search (reads): lexical candidates from the tsvector index, vector candidates from the active
+generation, fused by reciprocal rank; every returned message re-checked against its live digest.
+
+The ranking and the meaning of `similarity` are described in docs/decisions.md ("Passages")."""
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+
+from . import embedders
+from .models import EmbeddingGeneration
+from .passage_schema import INDEXED_DIMENSIONS, TS_CONFIG
+
+logger = logging.getLogger(__name__)
+
+RRF_K = 60
+# A lexeme found in this many of the project's messages or more is too common to generate candidates
+# (it still counts in the score of candidates found through rarer words).
+DF_CAP = 2000
+LEXICAL_CANDIDATES = 200
+# BM25 with binary term frequency and a fixed average message length (lexemes), so no per-project statistics
+# have to be kept: k1, b and the assumed average.
+BM25_K1, BM25_B, AVG_LEXEMES = 1.2, 0.75, 16.0
+EXACT_MAX_VECTORS = 20000  # above this a generation is searched through its HNSW index (approximate)
+MIN_VECTOR_CANDIDATES = 40
+EF_SEARCH = 200
+PREVIEW_BYTES = 1024
+
+
+@dataclass
+class Hit:
+    chunk_id: str
+    source_id: str
+    ordinal: int
+    role: str
+    content: str
+    occurred_at: object
+    message_bytes: int
+    content_digest: str
+    similarity: float
+
+
+@dataclass
+class SearchResult:
+    generation_id: str
+    through_offset: int | None
+    covered_through_offset: int | None
+    build_state: str
+    approximate: bool
+    semantic: bool  # the vector half ran
+    hits: list = field(default_factory=list)
+    question_embedding_ms: float = 0.0
+
+
+_storage = {}
+_storage_lock = threading.Lock()
+
+
+def vector_storage_ready():
+    """Whether this database has the vector table (pgvector present when migrations ran); asked once."""
+    with _storage_lock:
+        if "ready" not in _storage:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT to_regclass('public.passage_vector') IS NOT NULL")
+                _storage["ready"] = bool(cursor.fetchone()[0])
+        return _storage["ready"]
+
+
+def vector_literal(vector):
+    return "[" + ",".join(repr(float(v)) for v in vector) + "]"
+
+
+def active_generation(project):
+    return EmbeddingGeneration.objects.filter(project_id=project, state="active").first()
+
+
+def _usable(project):
+    """(generation or None, embedder or None): the vector half runs only when the configured embedder's
+    identity equals the active generation's."""
+    if not vector_storage_ready():
+        return None, None
+    generation = active_generation(project)
+    if generation is None:
+        return None, None
+    try:
+        embedder = embedders.configured()
+        if embedder is None or not embedder.identity.matches(generation):
+            return generation, None
+    except (embedders.EmbedderError, embedders.EmbedderConfigError):
+        logger.warning("the configured embedder is unusable; passages answer lexically")
+        return generation, None
+    return generation, embedder
+
+
+def coverage(cursor, project, generation_id, known=None):
+    """(through_offset, covered_through_offset) for a generation: the stored log's end, and the offset through
+    which every surviving passage source has a vector in it. `known` is a coverage recorded earlier (it only
+    grows while no vector is dropped), so only the log after it is scanned."""
+    cursor.execute("SELECT log_offset FROM watermark WHERE scope = %s", [project])
+    row = cursor.fetchone()
+    through = row[0] if row else None
+    if generation_id is None or through is None:
+        return through, None
+    cursor.execute(
+        "SELECT min(ps.log_offset) FROM passage_source ps WHERE ps.scope = %s AND ps.log_offset > %s::bigint"
+        " AND NOT EXISTS (SELECT 1 FROM passage_vector pv WHERE pv.generation_id = %s AND pv.chunk_id = ps.chunk_id)",
+        [project, -1 if known is None else known, str(generation_id)])
+    missing = cursor.fetchone()[0]
+    covered = through if missing is None else missing - 1
+    return through, (covered if covered >= 0 else None)
+
+
+def _tsquery_literal(lexemes, joiner=" | "):
+    """A tsquery text of quoted lexemes (quotes doubled), bound as one parameter so the GIN index serves it."""
+    return joiner.join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes)
+
+
+def _lexical(cursor, project, question, subject, roles, k):
+    """[(chunk_id, score, weight_fraction)] best first, BM25-like over the OR of the question's lexemes."""
+    cursor.execute(f"SELECT l FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, %s::text))) l"
+                   " WHERE strpos(l, E'\\\\') = 0 ORDER BY l", [question])
+    lexemes = [row[0] for row in cursor.fetchall()]
+    if not lexemes:
+        return []
+    # Document frequency per lexeme, capped: one statement, each arm a GIN bitmap scan on a bound tsquery.
+    arms = " UNION ALL ".join(
+        "SELECT %s::text, (SELECT count(*) FROM (SELECT 1 FROM passage_source p WHERE p.scope = %s"
+        f" AND p.lexemes @@ %s::tsquery LIMIT {DF_CAP}) c)" for _ in lexemes)
+    params = []
+    for lexeme in lexemes:
+        params += [lexeme, project, _tsquery_literal([lexeme])]
+    cursor.execute(arms, params)
+    counts = cursor.fetchall()
+    cursor.execute("SELECT log_offset + 1 FROM watermark WHERE scope = %s", [project])
+    row = cursor.fetchone()
+    total = max([row[0] if row else 1] + [df for _, df in counts])
+    idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in counts}
+    present = [lex for lex, df in counts if df > 0]
+    if not present:
+        return []
+    rare = [lex for lex, df in counts if 0 < df < DF_CAP] or sorted(present, key=lambda x: (idf[x], x))[-3:]
+    weight_total = sum(idf[lex] for lex in present) or 1.0
+    filters = ""
+    params = {"project": project, "any": _tsquery_literal(rare), "tq": [_tsquery_literal([x]) for x in present],
+              "idf": [idf[x] for x in present], "k": k}
+    if subject:
+        filters += " AND p.data_subject_id = %(subject)s"
+        params["subject"] = subject
+    if roles:
+        filters += " AND p.role = ANY(%(roles)s::text[])"
+        params["roles"] = list(roles)
+    norm = f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(p.lexemes) / {AVG_LEXEMES}))"
+    cursor.execute(
+        f"SELECT p.chunk_id::text, s.weight * {BM25_K1 + 1} / {norm} AS score, s.weight"
+        " FROM passage_source p CROSS JOIN LATERAL (SELECT coalesce(sum(w.idf), 0) AS weight"
+        "  FROM unnest(%(tq)s::tsquery[], %(idf)s::float8[]) w(tq, idf) WHERE p.lexemes @@ w.tq) s"
+        " WHERE p.scope = %(project)s AND p.lexemes @@ %(any)s::tsquery" + filters +
+        " ORDER BY score DESC, p.log_offset DESC, p.ordinal, p.chunk_id LIMIT %(k)s", params)
+    return [(chunk, float(score), float(weight) / weight_total) for chunk, score, weight in cursor.fetchall()]
+
+
+def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
+    """[(chunk_id, cosine_distance)] nearest first; approximate through HNSW unless `exact`."""
+    dims = generation.dimensions
+    literal = vector_literal(question_vector)
+    filters, params = "", {"g": str(generation.generation_id), "q": literal, "k": k, "dims": dims}
+    if subject:
+        filters += " AND pv.data_subject_id = %(subject)s"
+        params["subject"] = subject
+    if roles:
+        filters += " AND pv.role = ANY(%(roles)s::text[])"
+        params["roles"] = list(roles)
+    if exact or dims not in INDEXED_DIMENSIONS:
+        distance = "pv.embedding <=> %(q)s::vector"
+    else:
+        # Written exactly as the partial expression index, so the planner can use it.
+        distance = f"pv.embedding::vector({dims}) <=> %(q)s::vector({dims})"
+        cursor.execute(f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                       f" set_config('hnsw.ef_search', '{max(EF_SEARCH, k)}', true)")
+    cursor.execute(
+        f"SELECT pv.chunk_id::text, {distance} AS d FROM passage_vector pv"
+        f" WHERE pv.generation_id = %(g)s::uuid AND pv.dimensions = {dims}{filters} ORDER BY d LIMIT %(k)s", params)
+    rows = cursor.fetchall()
+    # Exact re-rank: relaxed ordering from the index is put back in true distance order.
+    return sorted(((chunk, float(d)) for chunk, d in rows), key=lambda r: (r[1], r[0]))
+
+
+def _small_generation(cursor, generation):
+    cursor.execute("SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s LIMIT %s) c",
+                   [str(generation.generation_id), EXACT_MAX_VECTORS + 1])
+    return cursor.fetchone()[0] <= EXACT_MAX_VECTORS
+
+
+def fuse(*rankings):
+    """Reciprocal rank fusion: sum of 1/(RRF_K + rank) over the rankings a chunk appears in. Ties go to the
+    better rank in the first ranking (lexical: the message shares the question's words), then the chunk id."""
+    scores = {}
+    for ranking in rankings:
+        for rank, chunk in enumerate(ranking, start=1):
+            scores[chunk] = scores.get(chunk, 0.0) + 1.0 / (RRF_K + rank)
+    first = {chunk: rank for rank, chunk in enumerate(rankings[0] if rankings else [])}
+    return sorted(scores, key=lambda chunk: (-scores[chunk], first.get(chunk, len(first)), chunk))
+
+
+def _hydrate(cursor, project, chunks, generation_id, question_literal):
+    """The live rows of `chunks`, dropping any whose message changed or went (digest re-check at read)."""
+    if not chunks:
+        return {}
+    vector_join, vector_col = "", "NULL::float8"
+    params = [project, chunks]
+    if generation_id is not None:
+        vector_join = (" LEFT JOIN passage_vector pv ON pv.generation_id = %s::uuid AND pv.chunk_id = ps.chunk_id"
+                       " AND pv.content_digest = ps.content_digest")
+        vector_col = "1 - (pv.embedding <=> %s::vector)"
+        params = [question_literal, generation_id, project, chunks]
+    cursor.execute(
+        f"SELECT ps.chunk_id::text, ps.source_id::text, ps.ordinal, ps.role, m.content, m.occurred_at,"
+        f" ps.message_bytes, encode(ps.content_digest, 'hex'), {vector_col}"
+        f" FROM passage_source ps JOIN turn_message m ON m.chunk_id = ps.chunk_id"
+        f" JOIN observation o ON o.observation_id = ps.source_id{vector_join}"
+        f" WHERE ps.scope = %s AND ps.chunk_id = ANY(%s::uuid[])"
+        f" AND sha256(convert_to(m.content, 'UTF8')) = ps.content_digest"
+        f" AND (o.retention_until IS NULL OR o.retention_until > now())", params)
+    return {row[0]: row for row in cursor.fetchall()}
+
+
+def search(*, project, question, limit=10, candidates=0, data_subject_id=None, roles=None, approximate=None,
+           with_coverage=True):
+    """Hybrid passage search. `approximate=None` follows the route's rule (exact unless `candidates` > 0 or the
+    generation is large); recall passes True. Never raises for a missing semantic surface."""
+    generation, embedder = _usable(project)
+    question_vector, embed_ms = None, 0.0
+    if embedder is not None:
+        started = time.perf_counter()
+        try:
+            question_vector = embedder.embed([question])[0]
+        except embedders.EmbedderError:
+            logger.warning("the question could not be embedded; passages answer lexically")
+            embedder = None
+        embed_ms = (time.perf_counter() - started) * 1000
+    semantic = question_vector is not None
+    pool = max(limit * 4, candidates, MIN_VECTOR_CANDIDATES)
+    used_index = False
+    with transaction.atomic(), connection.cursor() as cursor:
+        lexical = _lexical(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool))
+        vector = []
+        if semantic:
+            if approximate is None:
+                exact = candidates == 0 and _small_generation(cursor, generation)
+            else:
+                exact = not approximate
+            used_index = not exact and generation.dimensions in INDEXED_DIMENSIONS
+            vector = _vector(cursor, generation, question_vector, data_subject_id, roles,
+                             candidates or pool, exact=exact)
+        fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector])
+        lexical_weight = {c: w for c, _, w in lexical}
+        rows = _hydrate(cursor, project, fused[:limit * 2 + 8],
+                        str(generation.generation_id) if semantic else None,
+                        vector_literal(question_vector) if semantic else None)
+        hits = []
+        for chunk in fused:
+            row = rows.get(chunk)
+            if row is None:
+                continue
+            if semantic and row[8] is None and chunk not in lexical_weight:
+                continue  # a vector whose source changed: never returned
+            similarity = row[8] if semantic and row[8] is not None else lexical_weight.get(chunk, 0.0)
+            hits.append(Hit(chunk_id=row[0], source_id=row[1], ordinal=row[2], role=row[3], content=row[4],
+                            occurred_at=row[5], message_bytes=row[6], content_digest=row[7],
+                            similarity=round(float(similarity), 4)))
+            if len(hits) == limit:
+                break
+        generation_id = str(generation.generation_id) if generation is not None else ""
+        through, covered = None, None
+        if with_coverage:
+            through, covered = coverage(cursor, project, generation.generation_id if semantic else None,
+                                        generation.covered_through_offset if semantic else None)
+    if semantic:
+        state = "complete" if covered is not None and through is not None and covered >= through else "catching_up"
+    elif generation is not None:
+        state = "lexical_only"  # a generation exists but the configured embedder cannot search it
+    else:
+        state = "lexical_only"
+    return SearchResult(generation_id=generation_id if semantic else "", through_offset=through,
+                        covered_through_offset=covered, build_state=state, approximate=used_index,
+                        semantic=semantic, hits=hits, question_embedding_ms=embed_ms)
+
+
+def preview(content, limit_bytes=PREVIEW_BYTES):
+    """(preview text, its byte end, whether it is the whole message), cut on a character boundary."""
+    data = content.encode("utf-8")
+    if len(data) <= limit_bytes:
+        return content, len(data), True
+    text = data[:limit_bytes].decode("utf-8", errors="ignore")
+    return text, len(text.encode("utf-8")), False

@@ -1,0 +1,65 @@
+"""The follower with a real Celery worker and Redis: observe kicks it (no embedding on the request path), a fresh
+project's first generation starts and activates itself, and a new message is searchable by vector in seconds."""
+import json
+import time
+import uuid
+
+import httpx
+import pytest
+
+from tests.conftest import make_project
+from tests.fakeembeddings import fake_embeddings
+from tests.support.processes import CeleryWorker, RedisProcess, WebServer, service_env, wait_for
+
+pytestmark = [pytest.mark.live, pytest.mark.worker]
+
+
+@pytest.fixture(scope="module")
+def stack(test_database_name):
+    with fake_embeddings() as fake:
+        redis = RedisProcess().start()
+        env = service_env(test_database_name, redis.url, MEMOIR_EXTRACTOR="rules", MEMOIR_EMBEDDER="endpoint",
+                          MEMOIR_EMBEDDING_ENDPOINT=fake.base_url, MEMOIR_EMBEDDING_MODEL="fake-bag",
+                          MEMOIR_EMBEDDING_ALLOWLIST=fake.authority, MEMOIR_EMBEDDING_INTERVAL=2)
+        web = WebServer(env, workers=1, threads=4).start()
+        worker = CeleryWorker(env, beat=True).start()
+        yield {"web": web, "fake": fake}
+        worker.stop()
+        web.stop()
+        redis.stop()
+
+
+def call(url, token, path, body):
+    response = httpx.post(url + path, content=json.dumps(body), headers={"Authorization": f"Bearer {token}"},
+                          timeout=30)
+    return response
+
+
+def test_new_messages_become_searchable_by_vector_within_seconds(stack, committed):
+    project, token, _ = make_project(committed)
+    url = stack["web"].url
+    body = {"messages": [{"role": "user", "content": "Ferrets sleep most of the day."}],
+            "idempotency_key": str(uuid.uuid4())}
+    assert call(url, token, "/v1/observations", body).status_code == 201
+
+    def semantic():
+        answer = call(url, token, "/v1/passages/search", {"question": "ferrets sleep"}).json()
+        return answer if answer["build_state"] == "complete" else None
+
+    wait_for(semantic, 30, what="the first generation")
+    first = semantic()
+    assert first["generation_id"] and first["passages"][0]["preview"] == "Ferrets sleep most of the day."
+    started = time.monotonic()
+    body = {"messages": [{"role": "user", "content": "Otters hold hands while sleeping."}],
+            "idempotency_key": str(uuid.uuid4())}
+    assert call(url, token, "/v1/observations", body).status_code == 201
+
+    def covered():
+        answer = call(url, token, "/v1/passages/search", {"question": "otters hands"}).json()
+        return answer["build_state"] == "complete" and answer["covered_through_offset"] == 1
+
+    wait_for(covered, 20, what="the follower")
+    assert time.monotonic() - started < 20
+    answer = call(url, token, "/v1/passages/search", {"question": "otters hands"}).json()
+    assert answer["generation_id"] == first["generation_id"]  # the same generation, kept current
+    assert answer["passages"][0]["preview"] == "Otters hold hands while sleeping."

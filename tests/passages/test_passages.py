@@ -1,0 +1,238 @@
+"""Passages in process: sources written with each message, generations and their refusals, hybrid search, the
+digest re-check, recall's passages and the speaker-anchor rule."""
+import math
+
+import pytest
+from django.db import connection
+
+from memory import embedders, generations, passages
+from memory.embedders import EmbedderError, checked
+from memory.errors import Conflict
+from tests.fakeembeddings import bag_vector
+from tests.passages.conftest import endpoint_for
+from tests.recall.conftest import observe_turn, post, recall_ok, write_fact
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project(new_project):
+    return new_project[0]
+
+
+@pytest.fixture
+def auth(new_project):
+    return {"HTTP_AUTHORIZATION": f"Bearer {new_project[1]}"}
+
+
+def build_all(project, embedder, *, activate=True):
+    generation = generations.start(project=project, principal="cli", principal_kind="operator", embedder=embedder)
+    while generations.build(project=project, generation_id=generation.generation_id, principal="cli",
+                            principal_kind="operator", embedder=embedder).remaining:
+        pass
+    if activate:
+        generations.activate(project=project, generation_id=generation.generation_id, principal="cli",
+                             principal_kind="operator")
+    return generation
+
+
+def one(sql, params):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+def test_every_message_is_a_passage_source_written_with_it(project):
+    receipt = observe_turn(project, "The Zorblat launch moved to Tuesday.", subject="ann")
+    chunk, digest, fmt, lexemes, subject = one(
+        "SELECT ps.chunk_id, encode(ps.content_digest, 'hex'), ps.input_format, ps.lexemes::text, ps.data_subject_id"
+        " FROM passage_source ps WHERE ps.source_id = %s", [receipt.id])
+    assert fmt == "message-text/v1" and subject == "ann"
+    assert digest == one("SELECT encode(sha256(convert_to(content, 'UTF8')), 'hex') FROM turn_message"
+                         " WHERE chunk_id = %s", [chunk])[0]
+    assert "'zorblat'" in lexemes and "'launch'" in lexemes
+    # Searchable at once, with no embedder: the lexical surface never lags.
+    found = passages.search(project=project, question="When is the zorblat launching?")
+    assert [h.chunk_id for h in found.hits] == [str(chunk)] and found.build_state == "lexical_only"
+
+
+def test_lexical_search_is_an_or_of_the_question_words_ranked_by_rarity(project):
+    for text in ("We talked about the weather.", "The weather was fine and the picnic was fun.",
+                 "My sister adopted a greyhound called Pixel.", "Weather again, weather always."):
+        observe_turn(project, text)
+    found = passages.search(project=project, question="What dog did my sister adopt during the weather?")
+    assert found.hits[0].content == "My sister adopted a greyhound called Pixel."
+    assert 0 < found.hits[0].similarity <= 1
+
+
+def test_hybrid_search_over_an_active_generation(project, auth, fake, endpoint_embedder):
+    observe_turn(project, "Lisbon is where I live since spring.", subject="ann")
+    observe_turn(project, "Tea or coffee, who knows.", subject="ann")
+    observe_turn(project, "Rain rain rain.", subject="bob")
+    generation = build_all(project, endpoint_embedder)
+    response = post(auth, "/v1/passages/search", {"question": "lisbon live", "limit": 2})
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["generation_id"] == str(generation.generation_id)
+    assert answer["build_state"] == "complete" and answer["approximate"] is False
+    assert answer["covered_through_offset"] == answer["through_offset"] == 2
+    top = answer["passages"][0]
+    assert top["preview"] == "Lisbon is where I live since spring." and top["preview_complete"] is True
+    expected = sum(a * b for a, b in zip(bag_vector("lisbon live"), bag_vector(top["preview"]), strict=True))
+    assert math.isclose(top["similarity"], round(expected, 4), abs_tol=1e-3)
+    assert top["message_bytes"] == top["preview_byte_end"] == len(top["preview"].encode())
+    # Subject and role filters; candidates > 0 asks for the index.
+    mine = post(auth, "/v1/passages/search", {"question": "rain", "data_subject_id": "ann"}).json()
+    assert all(p["preview"] != "Rain rain rain." for p in mine["passages"])
+    approx = post(auth, "/v1/passages/search", {"question": "rain", "limit": 1, "candidates": 10}).json()
+    assert approx["approximate"] is True and approx["passages"][0]["preview"] == "Rain rain rain."
+    # Deterministic for the same data.
+    assert post(auth, "/v1/passages/search", {"question": "lisbon live", "limit": 2}).json() == answer
+
+
+def test_a_new_message_is_not_covered_until_the_follower_embeds_it(project, fake, endpoint_embedder):
+    observe_turn(project, "First words.")
+    build_all(project, endpoint_embedder)
+    observe_turn(project, "Second words about kayaks.")
+    found = passages.search(project=project, question="kayaks")
+    assert found.build_state == "catching_up" and found.covered_through_offset == 0 and found.through_offset == 1
+    assert found.hits[0].content == "Second words about kayaks."  # lexically, meanwhile
+    assert generations.follow(project, budget=30) == 1
+    assert passages.search(project=project, question="kayaks").build_state == "complete"
+
+
+def test_activation_refused_while_a_source_lacks_a_vector(project, fake):
+    embedder = endpoint_for(fake)
+    observe_turn(project, "One.")
+    observe_turn(project, "Two.")
+    generation = generations.start(project=project, principal="cli", principal_kind="operator", embedder=embedder)
+    generations.build(project=project, generation_id=generation.generation_id, principal="cli",
+                      principal_kind="operator", embedder=embedder, page=1)
+    with pytest.raises(Conflict) as refused:
+        generations.activate(project=project, generation_id=generation.generation_id, principal="cli",
+                             principal_kind="operator")
+    assert refused.value.code == "generation_incomplete"
+    with pytest.raises(Conflict):  # one building generation at a time
+        generations.start(project=project, principal="cli", principal_kind="operator", embedder=embedder)
+    assert generations.cancel(project=project, generation_id=generation.generation_id, principal="cli",
+                              principal_kind="operator") == 1
+    ops = [row[0] for row in _ledger(project)]
+    assert ops[-3:] == ["embedding.start", "embedding.build", "embedding.cancel"]
+
+
+def _ledger(project):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT operation, magnitude FROM audit_entry WHERE project = %s ORDER BY entry_id", [project])
+        return cursor.fetchall()
+
+
+def test_another_model_never_adds_to_or_searches_a_generation(project, fake):
+    observe_turn(project, "Hello there.")
+    generation = build_all(project, endpoint_for(fake))
+    other = endpoint_for(fake, dimensions=384)
+    object.__setattr__(other.config, "model", "another-model")
+    with pytest.raises(Conflict) as refused:
+        generations.build(project=project, generation_id=generation.generation_id, principal="cli",
+                          principal_kind="operator", embedder=other)
+    assert refused.value.code == "embedder_mismatch"
+
+
+@pytest.mark.parametrize("vector,why", [([0.0] * 384, "all-zero"), ([1.0] * 383, "wrong dimension"),
+                                        ([float("nan")] + [1.0] * 383, "non-finite"),
+                                        ([float("inf")] + [1.0] * 383, "non-finite")])
+def test_bad_vectors_are_refused_and_nothing_is_stored(project, fake, vector, why):
+    embedder = endpoint_for(fake)
+    observe_turn(project, "Some words.")
+    generation = generations.start(project=project, principal="cli", principal_kind="operator", embedder=embedder)
+    fake.override = {"vector": vector}
+    with pytest.raises(EmbedderError) as refused:
+        generations.build(project=project, generation_id=generation.generation_id, principal="cli",
+                          principal_kind="operator", embedder=embedder)
+    assert why in str(refused.value)
+    assert one("SELECT count(*) FROM passage_vector WHERE generation_id = %s", [generation.generation_id])[0] == 0
+
+
+def test_checked_normalises_to_unit_length():
+    assert checked([3, 4], 2) == [0.6, 0.8]
+    with pytest.raises(EmbedderError):
+        checked([True, 1], 2)
+
+
+def test_the_endpoint_must_be_allowlisted_and_https_off_loopback(fake):
+    with pytest.raises(embedders.EmbedderConfigError):
+        embedders.EndpointEmbedder(embedders.EndpointConfig(endpoint=fake.base_url, model="m", allowlist=()))
+    with pytest.raises(embedders.EmbedderConfigError):
+        embedders.EndpointEmbedder(embedders.EndpointConfig(endpoint="http://example.com/v1", model="m",
+                                                            allowlist=("example.com:80",)))
+    # The key goes in a header, never in the URL.
+    embedder = endpoint_for(fake, api_key="sk-test")
+    embedder.embed(["hi"])
+    assert fake.requests[-1][1]["Authorization"] == "Bearer sk-test"
+
+
+def test_a_changed_message_is_never_returned(project, fake, endpoint_embedder):
+    receipt = observe_turn(project, "The secret plan is kayaking.")
+    build_all(project, endpoint_embedder)
+    assert passages.search(project=project, question="kayaking plan").hits
+    with connection.cursor() as cursor:
+        # Messages are immutable by trigger; only a replica-role session can simulate a changed row.
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        cursor.execute("UPDATE turn_message SET content = 'Something else entirely.' WHERE observation_id = %s",
+                       [receipt.id])
+        cursor.execute("SET LOCAL session_replication_role = origin")
+    assert passages.search(project=project, question="kayaking plan").hits == []
+    assert passages.search(project=project, question="something else").hits == []
+    removed = generations.repair(project=project, generation_id=passages.active_generation(project).generation_id,
+                                 principal="cli", principal_kind="operator")
+    assert removed == 1
+    generations.follow(project, budget=30)
+    assert [h.content for h in passages.search(project=project, question="something else").hits] == [
+        "Something else entirely."]
+
+
+def test_prune_deletes_the_vectors_of_retired_generations(project, fake):
+    observe_turn(project, "Alpha beta.")
+    first = build_all(project, endpoint_for(fake))
+    build_all(project, endpoint_for(fake))
+    first.refresh_from_db()
+    assert first.state == "retired"
+    assert generations.prune(project=project, principal="cli", principal_kind="operator") == 1
+
+
+def test_recall_consults_passages_with_the_subjects_messages_only(project, auth):
+    observe_turn(project, "Our dog Pixel loves frisbee.", subject="ann")
+    observe_turn(project, "Bob's dog Rex loves frisbee too.", subject="bob")
+    bundle = recall_ok(auth, question="Which dog loves frisbee?", data_subject_id="ann")
+    assert [p["quote"] for p in bundle["passages"]] == ["Our dog Pixel loves frisbee."]
+    item = bundle["passages"][0]
+    assert set(item) == {"chunk_id", "source_id", "ordinal", "role", "quote", "similarity", "occurred_at", "complete"}
+    assert item["complete"] is True and bundle["degraded"] == ["reports_withheld_for_subject"]
+    assert bundle["characters"] == len(item["quote"]) + len("user")
+    explicit = recall_ok(auth, question="Which dog loves frisbee?", surfaces=["passages"])
+    assert explicit["degraded"] == ["passages"]  # lexical only: no embedder here
+    assert len(explicit["passages"]) == 2
+
+
+def test_recall_quotes_are_capped_and_roles_filtered(project, auth):
+    observe_turn(project, "frisbee " * 200, role="assistant")
+    observe_turn(project, "I like frisbee.")
+    bundle = recall_ok(auth, question="frisbee")
+    assert [p["quote"] for p in bundle["passages"]] == ["I like frisbee."]
+    wide = recall_ok(auth, question="frisbee", source_roles=["user", "assistant"])
+    long = [p for p in wide["passages"] if p["role"] == "assistant"][0]
+    assert len(long["quote"]) == 512 and long["complete"] is False
+
+
+def test_speaker_facts_are_ordered_by_relevance_and_leave_room_for_passages(project, auth):
+    # Many facts about the speaker, only one about pets; all reached through the speaker anchor.
+    for n in range(40):
+        write_fact(project, content=f"I work at Company{n} Limited.", quote=f"I work at Company{n}",
+                   predicate="works_at", subject="I", object=f"Company{n}", data_subject="ann")
+    write_fact(project, content="I own a parrot named Kiwi.", quote="I own a parrot named Kiwi", predicate="owns",
+               subject="I", object="parrot named Kiwi", data_subject="ann")
+    observe_turn(project, "Kiwi the parrot learned to whistle today.", subject="ann")
+    question = "What can my parrot do?"
+    bundle = recall_ok(auth, question=question, data_subject_id="ann", max_characters=2000)
+    assert bundle["facts"][0]["predicate"] == "owns"
+    assert "Kiwi the parrot learned to whistle today." in [p["quote"] for p in bundle["passages"]]
+    assert recall_ok(auth, question=question, data_subject_id="ann", max_characters=2000) == bundle
