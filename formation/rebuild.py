@@ -55,6 +55,7 @@ def _invalid(message):
 # Targets: which extractor versions this process can run.
 
 _proposers = {}
+_unbuildable_warned = set()  # job ids whose unbuildable target this process has reported
 
 
 def _model_proposer():
@@ -173,7 +174,7 @@ def read_source(project, observation_id, log_offset, messages, proposer, v):
     ProposerError. Pure apart from the proposer call: nothing is written."""
     reading = Reading(str(observation_id), log_offset)
     for ordinal, role, content, occurred_at, subject in messages:
-        proposals = proposer.propose(Message(role=role, content=content), v.predicates)
+        proposals = proposer.propose(Message(role=role, content=content, occurred_at=occurred_at), v.predicates)
         source = Source(project=project, observation_id=str(observation_id), ordinal=ordinal, role=role,
                         data_subject_id=subject, occurred_at=occurred_at, extractor_version=proposer.version)
         admitted_keys = set()
@@ -187,7 +188,8 @@ def read_source(project, observation_id, log_offset, messages, proposer, v):
                 predicate=verdict.predicate.name, cardinality=verdict.predicate.cardinality,
                 subject=proposal.subject, object=proposal.object, statement=proposal.statement,
                 confidence=verdict.confidence, subject_type=verdict.subject_type, object_type=verdict.object_type,
-                quote=verdict.quote, byte_start=verdict.byte_start, byte_end=verdict.byte_end)
+                quote=verdict.quote, byte_start=verdict.byte_start, byte_end=verdict.byte_end,
+                valid_from=proposal.valid_from, valid_until=proposal.valid_until)
             fact_id = claim_fact_id(source=source, claim=claim, speaker_terms=v.speaker_terms)
             reading.planned.append(Planned(source, proposal, claim, str(fact_id) if fact_id else None))
     return reading
@@ -612,7 +614,10 @@ def run_slice(project, *, budget=None, lease_seconds=None):
     proposer = proposer_for(target)
     if proposer is None:
         _release_lease(job_id, owner)
-        logger.warning("rebuild target cannot be built in this worker; the job waits for one that can")
+        # Said once per job and process: the sweep retries every few seconds, and make run must stay quiet.
+        if job_id not in _unbuildable_warned:
+            _unbuildable_warned.add(job_id)
+            logger.warning("rebuild target cannot be built in this worker; the job waits for one that can")
         return SliceResult("waiting")
     v = vocab.load()
     started = time.monotonic()

@@ -186,8 +186,10 @@ def dashboard(request):
             embedded = coverage["embedded"]
             share = f"{100 * embedded / coverage['total']:.0f}%" if coverage["total"] and embedded is not None else "—"
             ctx["sections"].append({"key": "embeddings", "title": "Embeddings", "tiles": [
-                {"key": "coverage", "label": "passages embedded", "value": share,
-                 "detail": f"{embedded} of {coverage['total']}" if embedded is not None else "", "url": None}],
+                {"key": "coverage", "label": "messages embedded (active generation)", "value": share,
+                 "detail": f"{embedded} of {coverage['total']}" if embedded is not None else "vector search unavailable",
+                 "url": _url("memory_embeddinggeneration_changelist")
+                 if _can(request, "memory.view_embeddinggeneration") else None}],
                 "charts": []})
 
     columns = [c for c, perm in (("backlog", "memory.view_parkedturn"), ("lag", "memory.view_parkedturn"),

@@ -5,11 +5,11 @@ Read-only, aggregate figures only: project names, closed-set codes and counts, n
 """
 from datetime import date, timedelta
 
-from django.apps import apps
 from django.db import connection
 from django.utils import timezone
 
 from memory.closed_sets import REFUSAL_REASONS
+from memory.passages import vector_storage_ready
 
 from . import console_selectors
 
@@ -163,18 +163,19 @@ def seal_state():
 
 
 def embedding_coverage(*, project=None):
-    """Passages with an embedding / all passages, per project, once the passages app's models exist
-    (issue 11); None while they do not, so the dashboard shows no tile."""
-    try:
-        passage = apps.get_model("memory", "Passage")
-    except LookupError:
-        return None
-    embedded_field = next((f.name for f in passage._meta.get_fields() if f.name in ("embedding", "vector")), None)
-    rows = passage.objects.all()
-    if project:
-        rows = rows.filter(project=project)
-    total = rows.count()
-    embedded = rows.filter(**{f"{embedded_field}__isnull": False}).count() if embedded_field else None
+    """Passage sources (every stored message) and how many carry a vector of their project's active
+    embedding generation; `embedded` is None where the database has no vector storage (no pgvector)."""
+    where, args = (" WHERE scope = %s", [project]) if project else ("", [])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM passage_source" + where, args)
+        total = cursor.fetchone()[0]
+        embedded = None
+        if vector_storage_ready():
+            cursor.execute(
+                "SELECT count(*) FROM passage_vector v JOIN embedding_generation g"
+                " ON g.generation_id = v.generation_id AND g.state = 'active'"
+                + (" WHERE v.scope = %s" if project else ""), args)
+            embedded = cursor.fetchone()[0]
     return {"total": total, "embedded": embedded}
 
 

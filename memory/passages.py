@@ -60,13 +60,16 @@ _storage_lock = threading.Lock()
 
 
 def vector_storage_ready():
-    """Whether this database has the vector table (pgvector present when migrations ran); asked once."""
+    """Whether this database has the vector table (pgvector present when migrations ran); asked once per
+    database the process connects to (a test may point the connection at a server without pgvector)."""
+    settings_dict = connection.settings_dict
+    key = (settings_dict.get("HOST"), settings_dict.get("PORT"), settings_dict.get("NAME"))
     with _storage_lock:
-        if "ready" not in _storage:
+        if key not in _storage:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT to_regclass('public.passage_vector') IS NOT NULL")
-                _storage["ready"] = bool(cursor.fetchone()[0])
-        return _storage["ready"]
+                _storage[key] = bool(cursor.fetchone()[0])
+        return _storage[key]
 
 
 def vector_literal(vector):

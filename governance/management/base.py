@@ -74,7 +74,10 @@ class OperatorCommand(BaseCommand):
         except OperatorError:
             raise
         except DomainError as err:
-            code = "unknown_project" if err.code == "not_found" and "project" in (err.message or "") else err.code
+            # The services word an unknown project as "no such project" / "no project NAME".
+            message = err.message or ""
+            code = ("unknown_project" if err.code == "not_found"
+                    and (message == "no such project" or message.startswith("no project ")) else err.code)
             if code == "unknown_project":
                 raise unknown_project(options.get("project") or options.get("name")) from None
             raise OperatorError(err.message or err.code, code=err.code) from None

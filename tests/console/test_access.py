@@ -19,7 +19,8 @@ PAGES = {
 
 MENUS = {
     "operator": {"Projects", "Credentials", "Observations", "Parked turns",
-                 "Formation health", "Issue credential", "Extractor rebuild"},
+                 "Formation health", "Issue credential", "Extractor rebuild",
+                 "Notification endpoints", "Notification deliveries"},
     "compliance": {"Erasure requests", "Retention sweeps", "Audit entries", "Audit seals", "Data subjects",
                    "Rejected claims", "New erasure", "Export (subject access)", "Refusal summary",
                    "Ledger activity", "Seal now", "Verify chain", "Subject at a glance"},

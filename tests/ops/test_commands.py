@@ -67,6 +67,8 @@ def argv_for(name, sub, parser, *, project, id_value):
             argv.append(id_value)
         elif action.dest == "days":
             argv.append("30")
+        elif action.choices:
+            argv.append(next(iter(action.choices)))
         else:
             argv.append("agent")
     for group in parser._mutually_exclusive_groups:

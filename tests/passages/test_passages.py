@@ -170,26 +170,6 @@ def test_the_endpoint_must_be_allowlisted_and_https_off_loopback(fake):
     assert fake.requests[-1][1]["Authorization"] == "Bearer sk-test"
 
 
-def test_a_changed_message_is_never_returned(project, fake, endpoint_embedder):
-    receipt = observe_turn(project, "The secret plan is kayaking.")
-    build_all(project, endpoint_embedder)
-    assert passages.search(project=project, question="kayaking plan").hits
-    with connection.cursor() as cursor:
-        # Messages are immutable by trigger; only a replica-role session can simulate a changed row.
-        cursor.execute("SET LOCAL session_replication_role = replica")
-        cursor.execute("UPDATE turn_message SET content = 'Something else entirely.' WHERE observation_id = %s",
-                       [receipt.id])
-        cursor.execute("SET LOCAL session_replication_role = origin")
-    assert passages.search(project=project, question="kayaking plan").hits == []
-    assert passages.search(project=project, question="something else").hits == []
-    removed = generations.repair(project=project, generation_id=passages.active_generation(project).generation_id,
-                                 principal="cli", principal_kind="operator")
-    assert removed == 1
-    generations.follow(project, budget=30)
-    assert [h.content for h in passages.search(project=project, question="something else").hits] == [
-        "Something else entirely."]
-
-
 def test_prune_deletes_the_vectors_of_retired_generations(project, fake):
     observe_turn(project, "Alpha beta.")
     first = build_all(project, endpoint_for(fake))

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 
 from governance import services, subjects
 from memory.errors import NotFound
@@ -319,6 +320,7 @@ NOTIFICATION_ROUTES = {
 
 
 @pytest.mark.parametrize("path", sorted(NOTIFICATION_ROUTES))
+@override_settings(MEMOIR_NOTIFY_DESTINATIONS=[])  # off, whatever an earlier test left
 def test_notifications_are_501_without_reading_the_body(v1, path):
     for raw in ("{}", "not json at all", ""):
         response = v1.post(path, raw=raw)
@@ -329,6 +331,7 @@ def test_notifications_are_501_without_reading_the_body(v1, path):
 
 
 @pytest.mark.parametrize("path", sorted(NOTIFICATION_ROUTES))
+@override_settings(MEMOIR_NOTIFY_DESTINATIONS=[])  # off, whatever an earlier test left
 def test_notifications_check_access_first(v1, path):
     _, token = services.issue_credential(project=v1.project, name="ro", access="read_only", principal="cli")
     response = V1(v1.project, token).post(path, raw="junk")

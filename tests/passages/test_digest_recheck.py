@@ -1,0 +1,32 @@
+"""The digest re-check: a vector or lexical source whose message changed is never returned (tampering needs
+the owner role, so this test runs in `owner_db` instead of the runtime role's rolled-back transaction)."""
+from django.db import connection
+
+from governance import services
+from memory import generations, passages
+from tests.conftest import unique_name
+from tests.passages.test_passages import build_all
+from tests.recall.conftest import observe_turn
+
+
+def test_a_changed_message_is_never_returned(owner_db, fake, endpoint_embedder):
+    project = unique_name()
+    services.create_project(name=project, principal="cli")
+    receipt = observe_turn(project, "The secret plan is kayaking.")
+    build_all(project, endpoint_embedder)
+    assert passages.search(project=project, question="kayaking plan").hits
+    with connection.cursor() as cursor:
+        # Messages are immutable by trigger; only the owner, with its triggers off, can simulate a changed row.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred checks pending on the table we alter
+        cursor.execute("ALTER TABLE turn_message DISABLE TRIGGER USER")
+        cursor.execute("UPDATE turn_message SET content = 'Something else entirely.' WHERE observation_id = %s",
+                       [receipt.id])
+        cursor.execute("ALTER TABLE turn_message ENABLE TRIGGER USER")
+    assert passages.search(project=project, question="kayaking plan").hits == []
+    assert passages.search(project=project, question="something else").hits == []
+    removed = generations.repair(project=project, generation_id=passages.active_generation(project).generation_id,
+                                 principal="cli", principal_kind="operator")
+    assert removed == 1
+    generations.follow(project, budget=30)
+    assert [h.content for h in passages.search(project=project, question="something else").hits] == [
+        "Something else entirely."]
