@@ -83,6 +83,12 @@ def apply_runtime_grants(connection):
             f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r}",
             f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {r}",
         ]
+        cursor.execute("SELECT current_setting('server_version_num')::int")
+        if cursor.fetchone()[0] >= 170000:
+            # ANALYZE and VACUUM after bulk work (PostgreSQL 17's MAINTAIN: no rows, triggers or functions change);
+            # the ledger's tables lose it again below with everything else.
+            statements += [f"GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO {r}",
+                           f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT MAINTAIN ON TABLES TO {r}"]
         for table, columns in APPEND_ONLY.items():
             statements += [f"REVOKE ALL ON {table} FROM {r}", f"GRANT SELECT ON {table} TO {r}",
                            f"GRANT INSERT ({', '.join(columns)}) ON {table} TO {r}"]
