@@ -553,7 +553,7 @@ def preview(*, project, proposer):
 
 @dataclass
 class SliceResult:
-    state: str  # "idle" (no job or leased elsewhere), "more", "waiting", "completed", "lost"
+    state: str  # "idle" (no job or leased elsewhere), "more", "waiting", "unbuildable", "completed", "lost"
     sources: int = 0
 
 
@@ -618,7 +618,8 @@ def run_slice(project, *, budget=None, lease_seconds=None):
         if job_id not in _unbuildable_warned:
             _unbuildable_warned.add(job_id)
             logger.warning("rebuild target cannot be built in this worker; the job waits for one that can")
-        return SliceResult("waiting")
+        # Not "waiting": the slice must not re-queue itself every second; the beat sweep tries again later.
+        return SliceResult("unbuildable")
     v = vocab.load()
     started = time.monotonic()
     result = SliceResult("more")

@@ -73,5 +73,5 @@ def test_turns_observed_while_redis_is_down_form_after_it_returns(stack, committ
     finally:
         stack["redis"].start()
     # Nobody re-sends anything: the beat sweep finds the backlog once the broker is back.
-    wait_for(lambda: freshness(url, token)["formed"] == 1, 60, what="formation after redis returned")
+    wait_for(lambda: freshness(url, token)["formed"] == 1, 120, what="formation after redis returned")
     assert [p for p, *_ in fact_rows(committed, project)] == ["speaks", "uses"]
