@@ -203,6 +203,13 @@ PASSAGES = obj({
         "content_digest": STRING,
     })),
 })
+ENTITY_CANDIDATES = obj({
+    "generation_id": STRING, "target_count": COUNT, "build_state": STRING, "approximate": BOOLEAN,
+    "candidates": array(obj({
+        "entity_id": UUID, "identity_kind": {"type": "string", "enum": list(IDENTITY_KINDS)},
+        "name_preview": STRING, "name_bytes": COUNT, "name_truncated": BOOLEAN, "similarity": NUMBER,
+    })),
+})
 CONTEXT = obj({
     "segments": array(obj({"segment_id": UUID, "level": COUNT, "from_offset": COUNT, "to_offset": COUNT,
                            "covered": COUNT, "summary": STRING})),
@@ -314,6 +321,7 @@ BODIES = {
     "Freshness": FRESHNESS,
     "Recall": RECALL,
     "Passages": PASSAGES,
+    "EntityCandidates": ENTITY_CANDIDATES,
     "Context": CONTEXT,
     "Citation": CITATION,
     "Message": MESSAGE,
@@ -407,7 +415,8 @@ ROUTES = {
         "data_subject_id": text(1024, description=_SUBJECT_CAP),
         "source_role": {"enum": ["", *ROLES]},
     }, errors={400: ["invalid_passage_query"], 503: ["passage_unavailable"]}),
-    "entity_embedding.search": Route("recall", "Entity candidates (503 in v1)", success=None, rules={
+    "entity_embedding.search": Route("recall", "Entities nearest the question by embedding (names and quotes)",
+                                     body="EntityCandidates", rules={
         "": {"required": ["question"]},
         "question": text(MAX_QUESTION_BYTES, non_blank=True),
         "limit": int_range(1, 32),

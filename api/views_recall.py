@@ -1,9 +1,9 @@
-"""POST /v1/recalls, POST /v1/passages/search (hybrid, api.md §7.3) and the candidate routes that still validate
-and then answer 503."""
+"""POST /v1/recalls, POST /v1/passages/search (hybrid, api.md §7.3), POST /v1/entities/candidates, and the
+report candidates route that still validates and then answers 503."""
 from django.conf import settings
 
 from api.encoding import format_ts
-from memory import passages, recall
+from memory import entity_candidates, passages, recall
 from memory.closed_sets import ROLES
 
 from .base import Result, V1View
@@ -37,7 +37,7 @@ class RecallView(V1View):
         return Result(bundle, magnitude=len(bundle["facts"]))
 
 
-# --- semantic search: no embedding model in v1 ------------------------------------------------
+# --- semantic search ------------------------------------------------------------------------------
 
 MAX_SEARCH_LIMIT = 32
 DEFAULT_SEARCH_LIMIT = 10
@@ -112,10 +112,28 @@ class PassagesSearchView(_UnavailableSearch):
 
 
 class EntityCandidatesView(_UnavailableSearch):
+    """Nearest entities by embedding (docs/decisions.md, "Entity candidates"); 503 where no generation can be
+    searched with the configured embedder."""
+
     op = "entity_embedding.search"
     shape = CANDIDATE_SHAPE
     invalid_code = "invalid_entity_candidate_query"
     unavailable_code = "entity_candidates_unavailable"
+
+    def handle(self, caller, body):
+        self.validate(body)
+        found = entity_candidates.search(project=caller.project, question=body["question"],
+                                         limit=body.get("limit", DEFAULT_SEARCH_LIMIT),
+                                         candidates=body.get("candidates", 0))
+        items = []
+        for candidate in found.candidates:
+            preview, name_bytes, truncated = entity_candidates.name_preview(candidate.name)
+            items.append({"entity_id": candidate.entity_id, "identity_kind": candidate.identity_kind,
+                          "name_preview": preview, "name_bytes": name_bytes, "name_truncated": truncated,
+                          "similarity": candidate.similarity})
+        data = {"generation_id": found.generation_id, "target_count": found.target_count,
+                "build_state": found.build_state, "approximate": found.approximate, "candidates": items}
+        return Result(data, magnitude=len(items))
 
 
 class ReportCandidatesView(_UnavailableSearch):

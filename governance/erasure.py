@@ -30,6 +30,9 @@ _IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
 # A registry kind whose id column is this is keyed by its source observation (passage sources and vectors):
 # the selection reaches it directly, with no projection_dependency row per message.
 SOURCE_KEYED_COLUMN = "source_id"
+# A kind whose id column is this holds an array of the observations its row was derived from (entity vectors:
+# an entity's names and quotes come from many messages); any one of them selected reaches the row.
+SOURCES_KEYED_COLUMN = "source_ids"
 # Derived from the message but carried inside another kind's row: counted beside it in the receipt.
 CARRIED = {"passage_source": "passage_tsvector"}
 
@@ -138,7 +141,7 @@ def require_project(project):
 def read_registry(cursor):
     """The registry, read fresh in the caller's transaction; refuses (500) when empty or malformed."""
     cursor.execute("SELECT kind, projection_table, id_column, survives_sharing FROM projection_kind"
-                   " WHERE id_column <> %s", [SOURCE_KEYED_COLUMN])
+                   " WHERE id_column <> ALL(%s)", [[SOURCE_KEYED_COLUMN, SOURCES_KEYED_COLUMN]])
     rows = cursor.fetchall()
     if not rows:
         raise DomainError("internal", "the erasure registry is empty", status=500)
@@ -183,6 +186,27 @@ def _remove_source_keyed(cursor, selection, locked, deleted, residual):
         residual[kind] = _count(cursor, f"SELECT count(*) FROM {table} t WHERE {r_sql}", r_params)
         if carried:
             residual[carried] = residual[kind]
+
+
+def _remove_sources_keyed(cursor, selection, locked, deleted, residual):
+    """Rows derived from several observations (entity vectors), when any of them is selected. Runs before the
+    walk: an entity the walk deletes would otherwise take its vectors along uncounted."""
+    project = selection.project
+    cursor.execute("SELECT kind, projection_table, to_regclass(projection_table) IS NOT NULL FROM projection_kind"
+                   " WHERE id_column = %s ORDER BY kind", [SOURCES_KEYED_COLUMN])
+    for kind, table, exists in cursor.fetchall():
+        if not _IDENT.match(table):
+            raise DomainError("internal", "the erasure registry names an invalid table", status=500)
+        if not exists:
+            deleted[kind] = residual[kind] = 0
+            continue
+        o_sql, o_params = selection.observation_filter("so")
+        chosen = f"ARRAY(SELECT so.observation_id FROM observation so WHERE {o_sql})"
+        cursor.execute(f"DELETE FROM {table} t WHERE t.scope = %s AND t.source_ids && {chosen}", [project, *o_params])
+        deleted[kind] = cursor.rowcount
+        residual[kind] = _count(
+            cursor, f"SELECT count(*) FROM {table} t WHERE t.scope = %s AND t.source_ids && (%s::uuid[] || {chosen})",
+            [project, locked, *o_params])
 
 
 def registered_subject(cursor, project, subject, *, lock):
@@ -267,6 +291,7 @@ def remove_selection(cursor, selection, registry, locked):
     deleted["entity_name_receipt"] = _count(
         cursor, f"SELECT count(*) FROM entity_name_receipt r WHERE r.scope = %s AND {rc_sql}", [project, *rc_params])
 
+    _remove_sources_keyed(cursor, selection, locked, deleted, residual)
     _walk(cursor, selection, registry, deleted, residual)
 
     # Shared entities survive; the selection's spellings do not.

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 
 from governance import audit
 
-from . import embedders
+from . import embedders, entity_candidates
 from .errors import Conflict, NotFound, Unavailable
 from .locks import advisory_xact_lock
 from .models import EmbeddingGeneration
@@ -131,6 +131,86 @@ def _store(project, generation, batch, vectors, principal, principal_kind):
     return stored
 
 
+# Entities with no vector in the generation, or with words newer than their vector's: a new quote of a fact
+# believed now (the same facts entity_candidates.evidence_of reads) or a new spelling of the name.
+_PENDING_ENTITIES = (
+    "SELECT e.entity_id::text FROM entity e"
+    " LEFT JOIN entity_vector v ON v.generation_id = %(g)s::uuid AND v.entity_id = e.entity_id"
+    " WHERE e.scope = %(p)s AND (v.entity_id IS NULL"
+    "  OR EXISTS (SELECT 1 FROM fact f JOIN fact_evidence ev ON ev.fact_id = f.fact_id AND ev.id > v.evidence_seen"
+    "   WHERE f.subject_entity_id = e.entity_id AND f.scope = %(p)s AND upper_inf(f.known)"
+    "   AND (f.retention_until IS NULL OR f.retention_until > now()))"
+    "  OR EXISTS (SELECT 1 FROM fact f JOIN fact_evidence ev ON ev.fact_id = f.fact_id AND ev.id > v.evidence_seen"
+    "   WHERE f.object_entity_id = e.entity_id AND f.scope = %(p)s AND upper_inf(f.known)"
+    "   AND (f.retention_until IS NULL OR f.retention_until > now()))"
+    "  OR EXISTS (SELECT 1 FROM entity_name_receipt r WHERE r.entity_id = e.entity_id AND r.id > v.names_seen))"
+    " ORDER BY e.entity_id LIMIT %(k)s"
+)
+
+
+def build_entities(*, project, generation_id, principal, principal_kind, embedder=None, page=PAGE):
+    """Embed one page of the generation's missing or outdated entity vectors (`entity-evidence/v1`). As for
+    passages, the model runs outside any transaction and the store keeps only evidence still unchanged."""
+    _require_storage()
+    embedder = _embedder(embedder)
+    generation = _generation(project, generation_id)
+    if generation.state not in LIVE_STATES or not entity_candidates.entity_storage_ready():
+        return BuildPage(embedded=0, remaining=False)
+    if not embedder.identity.matches(generation):
+        raise Conflict("embedder_mismatch", "the configured embedder is not the generation's model")
+    with connection.cursor() as cursor:
+        cursor.execute(_PENDING_ENTITIES, {"g": str(generation.generation_id), "p": project, "k": page + 1})
+        pending = [row[0] for row in cursor.fetchall()]
+        batch = pending[:page]
+        evidence = entity_candidates.evidence_of(cursor, project, batch)
+        cursor.execute("SELECT entity_id::text, evidence_digest FROM entity_vector WHERE generation_id = %s"
+                       " AND entity_id = ANY(%s::uuid[])", [str(generation.generation_id), batch])
+        current = {row[0]: bytes(row[1]) for row in cursor.fetchall()}
+    # Same words as the stored vector (say, a quote past the 2,000-byte cut): only the marks move.
+    changed = [e for e in batch if e in evidence and current.get(e) != evidence[e].digest]
+    vectors = embedder.embed([evidence[e].text for e in changed]) if changed else []
+    stored = _store_entities(project, generation, evidence, dict(zip(changed, vectors)),
+                             [e for e in batch if e in evidence and e not in changed], principal, principal_kind)
+    return BuildPage(embedded=stored, remaining=len(pending) > page)
+
+
+def _store_entities(project, generation, evidence, vectors, unchanged, principal, principal_kind):
+    generation_id = str(generation.generation_id)
+    entity_ids = sorted(set(vectors) | set(unchanged))
+    if not entity_ids:
+        return 0
+    sources = sorted({s for e in entity_ids for s in evidence[e].sources})
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Erasure locks its observations FOR UPDATE first: wait for it, then read the evidence again; an entity
+        # whose words changed meanwhile (an erased quote) is left for the next pass, so nothing erased is stored.
+        cursor.execute("SELECT 1 FROM observation WHERE scope = %s AND observation_id = ANY(%s::uuid[])"
+                       " ORDER BY observation_id FOR KEY SHARE", [project, sources])
+        now = entity_candidates.evidence_of(cursor, project, entity_ids)
+        stored = 0
+        for entity_id in entity_ids:
+            before, after = evidence[entity_id], now.get(entity_id)
+            if after is None or after.digest != before.digest:
+                continue
+            marks = [after.evidence_seen, after.names_seen, list(after.sources)]
+            if entity_id in vectors:
+                cursor.execute(
+                    "INSERT INTO entity_vector (generation_id, entity_id, scope, evidence_digest, source_ids,"
+                    " evidence_seen, names_seen, dimensions, embedding)"
+                    " VALUES (%s, %s, %s, %s, %s::uuid[], %s, %s, %s, %s::vector)"
+                    " ON CONFLICT (generation_id, entity_id) DO UPDATE SET evidence_digest = EXCLUDED.evidence_digest,"
+                    " source_ids = EXCLUDED.source_ids, evidence_seen = EXCLUDED.evidence_seen,"
+                    " names_seen = EXCLUDED.names_seen, embedding = EXCLUDED.embedding, embedded_at = now()",
+                    [generation_id, entity_id, project, after.digest, marks[2], marks[0], marks[1],
+                     generation.dimensions, vector_literal(vectors[entity_id])])
+                stored += 1
+            else:
+                cursor.execute("UPDATE entity_vector SET evidence_seen = %s, names_seen = %s, source_ids = %s::uuid[]"
+                               " WHERE generation_id = %s AND entity_id = %s", [*marks, generation_id, entity_id])
+        if stored:
+            audit.record("embedding.build", principal, principal_kind, project, stored)
+    return stored
+
+
 def _update_coverage(project, generation, *, complete):
     from .passages import coverage
 
@@ -184,6 +264,9 @@ def cancel(*, project, generation_id, principal, principal_kind):
             raise Conflict("generation_not_building", "only a building generation can be cancelled")
         cursor.execute("DELETE FROM passage_vector WHERE generation_id = %s", [str(generation.generation_id)])
         deleted = cursor.rowcount
+        if entity_candidates.entity_storage_ready():
+            cursor.execute("DELETE FROM entity_vector WHERE generation_id = %s", [str(generation.generation_id)])
+            deleted += cursor.rowcount
         cursor.execute("UPDATE embedding_generation SET state = 'cancelled', ended_at = now()"
                        " WHERE generation_id = %s", [str(generation.generation_id)])
         audit.record("embedding.cancel", principal, principal_kind, project, deleted)
@@ -198,6 +281,11 @@ def prune(*, project, principal, principal_kind):
                        " WHERE g.generation_id = pv.generation_id AND g.scope = %s"
                        " AND g.state IN ('cancelled', 'retired')", [project])
         deleted = cursor.rowcount
+        if entity_candidates.entity_storage_ready():
+            cursor.execute("DELETE FROM entity_vector v USING embedding_generation g"
+                           " WHERE g.generation_id = v.generation_id AND g.scope = %s"
+                           " AND g.state IN ('cancelled', 'retired')", [project])
+            deleted += cursor.rowcount
         audit.record("embedding.prune", principal, principal_kind, project, deleted)
     return deleted
 
@@ -224,8 +312,29 @@ def repair(*, project, generation_id, principal, principal_kind):
             " lexemes = to_tsvector('english'::regconfig, m.content)"
             " FROM turn_message m WHERE m.chunk_id = ps.chunk_id AND ps.scope = %s"
             " AND sha256(convert_to(m.content, 'UTF8')) <> ps.content_digest", [project])
-        audit.record("embedding.repair", principal, principal_kind, project, deleted + cursor.rowcount)
+        rederived = cursor.rowcount
+        deleted += _drop_outdated_entities(cursor, project, generation)
+        audit.record("embedding.repair", principal, principal_kind, project, deleted + rederived)
     return deleted
+
+
+def _drop_outdated_entities(cursor, project, generation, chunk=500):
+    """Delete the generation's entity vectors whose evidence no longer reads as it did (a retracted or closed
+    fact's quote, say); the follower embeds the entity again."""
+    if not entity_candidates.entity_storage_ready():
+        return 0
+    cursor.execute("SELECT entity_id::text, evidence_digest FROM entity_vector WHERE generation_id = %s"
+                   " ORDER BY entity_id", [str(generation.generation_id)])
+    stored = [(row[0], bytes(row[1])) for row in cursor.fetchall()]
+    outdated = []
+    for start in range(0, len(stored), chunk):
+        part = stored[start:start + chunk]
+        live = entity_candidates.evidence_of(cursor, project, [e for e, _ in part])
+        outdated += [e for e, digest in part if e not in live or live[e].digest != digest]
+    if outdated:
+        cursor.execute("DELETE FROM entity_vector WHERE generation_id = %s AND entity_id = ANY(%s::uuid[])",
+                       [str(generation.generation_id), outdated])
+    return len(outdated)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,6 +394,13 @@ def follow(project, *, budget=None):
                     break
                 if page.embedded == 0:
                     break  # a page of sources that vanished meanwhile; the next kick retries
+            # Entities after passages: a message is searchable first; semantic anchors follow.
+            while time.monotonic() < deadline:
+                page = build_entities(project=project, generation_id=generation.generation_id,
+                                      principal=audit.SYSTEM_PRINCIPAL, principal_kind="system", embedder=embedder)
+                stored += page.embedded
+                if not page.remaining or page.embedded == 0:
+                    break
     finally:
         with connection.cursor() as cursor:
             _unlock(cursor, project)
@@ -305,4 +421,13 @@ def projects_to_follow():
             " UNION SELECT p.name FROM project p WHERE %s AND NOT EXISTS (SELECT 1 FROM embedding_generation g"
             "  WHERE g.scope = p.name) AND EXISTS (SELECT 1 FROM passage_source ps WHERE ps.scope = p.name)"
             " ORDER BY 1", [autostart])
-        return [row[0] for row in cursor.fetchall()]
+        projects = {row[0] for row in cursor.fetchall()}
+        if entity_candidates.entity_storage_ready():
+            cursor.execute("SELECT scope, generation_id::text FROM embedding_generation"
+                           " WHERE state IN ('building', 'active')")
+            for scope, generation_id in cursor.fetchall():
+                if scope not in projects:
+                    cursor.execute(_PENDING_ENTITIES, {"g": generation_id, "p": scope, "k": 1})
+                    if cursor.fetchone():
+                        projects.add(scope)
+        return sorted(projects)

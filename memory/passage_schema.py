@@ -126,3 +126,51 @@ def create_vector_storage(connection, transaction):
         if not cursor.fetchone()[0]:
             cursor.execute(VECTOR_SQL)
     return True
+
+
+# Entity vectors (semantic anchors, `/v1/entities/candidates`): one per entity per generation, embedded from its
+# `entity-evidence/v1` text under the generation's model. `source_ids` are the observations whose words went into
+# that text (quotes and name spellings), so erasure reaches the vector through any one of them.
+ENTITY_INPUT_FORMAT = "entity-evidence/v1"
+ENTITY_VECTOR_KIND = (
+    "entity_vector", "entity_vector", "source_ids", "an entity's embedding (its names and quotes) in one generation")
+
+_ENTITY_HNSW = "\n".join(
+    f"CREATE INDEX entity_vector_hnsw_{d} ON entity_vector USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
+    f" WHERE dimensions = {d};"
+    for d in INDEXED_DIMENSIONS
+)
+
+ENTITY_VECTOR_SQL = f"""
+CREATE TABLE entity_vector (
+  generation_id uuid NOT NULL REFERENCES embedding_generation (generation_id) ON DELETE CASCADE,
+  entity_id uuid NOT NULL REFERENCES entity (entity_id) ON DELETE CASCADE,
+  scope varchar(63) NOT NULL,
+  input_format varchar(32) NOT NULL DEFAULT '{ENTITY_INPUT_FORMAT}' CHECK (input_format = '{ENTITY_INPUT_FORMAT}'),
+  evidence_digest bytea NOT NULL CHECK (octet_length(evidence_digest) = 32),
+  source_ids uuid[] NOT NULL,
+  -- The newest fact_evidence and entity_name_receipt ids the evidence was read with: newer words re-embed it.
+  evidence_seen bigint NOT NULL,
+  names_seen bigint NOT NULL,
+  dimensions integer NOT NULL,
+  embedding vector NOT NULL,
+  embedded_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (generation_id, entity_id),
+  CONSTRAINT entity_vector_dimensions_chk CHECK (vector_dims(embedding) = dimensions)
+);
+CREATE INDEX entity_vector_sources_idx ON entity_vector USING gin (source_ids);
+CREATE INDEX entity_vector_entity_idx ON entity_vector (entity_id);
+{_ENTITY_HNSW}
+"""
+
+ENTITY_VECTOR_REVERSE = "DROP TABLE IF EXISTS entity_vector;"
+
+
+def create_entity_vector_storage(connection):
+    """The entity vector table, wherever the passage vector table exists (pgvector present)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass('passage_vector') IS NOT NULL, to_regclass('entity_vector') IS NOT NULL")
+        passages_ready, entities_ready = cursor.fetchone()
+        if passages_ready and not entities_ready:
+            cursor.execute(ENTITY_VECTOR_SQL)
+        return passages_ready

@@ -80,7 +80,7 @@ def active_generation(project):
     return EmbeddingGeneration.objects.filter(project_id=project, state="active").first()
 
 
-def _usable(project):
+def usable(project):
     """(generation or None, embedder or None): the vector half runs only when the configured embedder's
     identity equals the active generation's."""
     if not vector_storage_ready():
@@ -230,20 +230,34 @@ def _hydrate(cursor, project, chunks, generation_id, question_literal):
     return {row[0]: row for row in cursor.fetchall()}
 
 
+@dataclass(frozen=True)
+class QuestionEmbedding:
+    generation: object  # the active generation, or None
+    vector: list | None  # None: the semantic surfaces cannot run for this question
+    ms: float = 0.0
+
+
+def embed_question(project, question):
+    """The question's vector under the active generation's model, once per request (passages and semantic
+    anchors share it). Never raises: an unusable embedder leaves the vector out."""
+    generation, embedder = usable(project)
+    if embedder is None:
+        return QuestionEmbedding(generation, None)
+    started = time.perf_counter()
+    try:
+        vector = embedder.embed([question])[0]
+    except embedders.EmbedderError:
+        logger.warning("the question could not be embedded; the semantic surfaces are skipped")
+        vector = None
+    return QuestionEmbedding(generation, vector, (time.perf_counter() - started) * 1000)
+
+
 def search(*, project, question, limit=10, candidates=0, data_subject_id=None, roles=None, approximate=None,
-           with_coverage=True):
+           with_coverage=True, question_embedding=None):
     """Hybrid passage search. `approximate=None` follows the route's rule (exact unless `candidates` > 0 or the
     generation is large); recall passes True. Never raises for a missing semantic surface."""
-    generation, embedder = _usable(project)
-    question_vector, embed_ms = None, 0.0
-    if embedder is not None:
-        started = time.perf_counter()
-        try:
-            question_vector = embedder.embed([question])[0]
-        except embedders.EmbedderError:
-            logger.warning("the question could not be embedded; passages answer lexically")
-            embedder = None
-        embed_ms = (time.perf_counter() - started) * 1000
+    embedded = question_embedding or embed_question(project, question)
+    generation, question_vector, embed_ms = embedded.generation, embedded.vector, embedded.ms
     semantic = question_vector is not None
     pool = max(limit * 4, candidates, MIN_VECTOR_CANDIDATES)
     used_index = False

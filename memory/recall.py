@@ -11,7 +11,7 @@ from api.encoding import format_float32, format_ts
 from formation.text import WHITE_SPACE, normalize
 from memory.closed_sets import ROLES
 
-from . import passages
+from . import entity_candidates, passages
 from .errors import Invalid
 from .evidence import CONTEXT_WINDOW, legible
 
@@ -28,6 +28,9 @@ DEFAULT_ROLES = ("user",)
 
 _TRIM = "'-"
 MAX_RECALL_PASSAGES = 8
+# Semantic anchors: at most this many, and only entities at least this close to the question (cosine).
+MAX_SEMANTIC_ANCHORS = 4
+MIN_SEMANTIC_SIMILARITY = 0.3
 MAX_QUOTE_CHARS = 512
 # When facts and passages are both selected and passages were found, facts leave up to this many characters
 # (and at most a quarter of the budget) for them, so a subject's many facts cannot crowd the answer out.
@@ -391,8 +394,14 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
         return _empty_bundle(applied)
     subject = data_subject_id or None
     rows, capped = [], False
+    embedding = None
+    semantic_ran = False
     with _snapshot(), connection.wrap_database_errors, _prepared_cursor() as cursor:
         anchors = _anchors(cursor, project, found, subject)
+        exact = len(anchors)
+        if "facts" in applied.surfaces and not anchors:
+            embedding = passages.embed_question(project, question)
+            semantic_ran, anchors = _semantic_anchors(cursor, project, embedding, subject)
         if "facts" in applied.surfaces and anchors:
             sql, params = walk_statement(
                 project=project, anchors=[a["entity_id"] for a in anchors], subject=subject, as_of=as_of,
@@ -408,9 +417,23 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
     if "passages" in applied.surfaces:
         found_passages = passages.search(project=project, question=question, limit=MAX_RECALL_PASSAGES,
                                          data_subject_id=subject, roles=applied.source_roles, approximate=True,
-                                         with_coverage=False)
+                                         with_coverage=False, question_embedding=embedding)
     rows = _speaker_by_relevance(rows[:MAX_ROWS], anchors, question) + rows[MAX_ROWS:]
-    return _compose(applied, found, anchors, rows, capped, subject, names, found_passages)
+    return _compose(applied, found, anchors, rows, capped, subject, names, found_passages, exact=exact,
+                    semantic_ran=semantic_ran)
+
+
+def _semantic_anchors(cursor, project, embedding, subject):
+    """(whether the semantic surface ran, anchors): when the question names no entity, up to 4 entities whose
+    names and quotes are nearest it start the walk, marked `semantic:0.xx` (docs/decisions.md)."""
+    if embedding.vector is None or not entity_candidates.entity_storage_ready():
+        return False, []
+    nearest, _ = entity_candidates.nearest(
+        cursor, project=project, generation=embedding.generation, question_vector=embedding.vector,
+        limit=MAX_SEMANTIC_ANCHORS, candidates=MAX_SEMANTIC_ANCHORS * 4, subject=subject)
+    return True, [{"entity_id": c.entity_id, "name": c.name, "type": c.entity_type,
+                   "matched": f"semantic:{c.similarity:.2f}"}
+                  for c in nearest if c.similarity >= MIN_SEMANTIC_SIMILARITY]
 
 
 def _relevance_terms(text):
@@ -450,7 +473,8 @@ def _passage_items(found):
     return items
 
 
-def _compose(applied, found, anchors, rows, capped, subject, names, found_passages=None):
+def _compose(applied, found, anchors, rows, capped, subject, names, found_passages=None, *, exact=None,
+             semantic_ran=False):
     bundle = _empty_bundle(applied, len(found))
     degraded = bundle["degraded"]
 
@@ -458,7 +482,7 @@ def _compose(applied, found, anchors, rows, capped, subject, names, found_passag
         if value not in degraded:
             degraded.append(value)
 
-    exact = len(anchors)
+    exact = len(anchors) if exact is None else exact
     spent = 0
     passage_items = _passage_items(found_passages) if found_passages is not None else []
     reserve = 0
@@ -470,7 +494,7 @@ def _compose(applied, found, anchors, rows, capped, subject, names, found_passag
         # No walk: nothing comes back, but the names the question matched are still counted.
         bundle["reach"]["anchored"] = exact
     else:
-        if not anchors and applied.surfaces_explicit:
+        if exact == 0 and not semantic_ran and applied.surfaces_explicit:
             degrade("semantic_anchors")
         truncated = capped or len(rows) > MAX_ROWS
         facts = []
@@ -489,7 +513,7 @@ def _compose(applied, found, anchors, rows, capped, subject, names, found_passag
             if fact["evidence"]["context"] == "":
                 degrade("citation_context")
         bundle.update(anchors=anchors, facts=facts, truncated=truncated)
-        bundle["reach"]["anchored"] = exact
+        bundle["reach"]["anchored"] = len(anchors)  # exact and semantic anchors kept
     # No reports surface exists: reports are never served, only reported when asked for.
     if "reports" in applied.surfaces and (applied.themes or exact == 0):
         if subject:

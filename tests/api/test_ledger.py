@@ -106,7 +106,7 @@ def test_vocabulary_is_seeded():
         assert cursor.fetchone()[0] == 8
         cursor.execute("SELECT kind, survives_sharing FROM projection_kind ORDER BY kind")
         assert dict(cursor.fetchall()) == {
-            "agent_artifact": False, "entity": True, "fact": True, "fact_history": False, "feedback": False,
+            "agent_artifact": False, "entity": True, "entity_vector": False, "fact": True, "fact_history": False, "feedback": False,
             "passage_source": False, "passage_vector": False, "rejected_claim": True, "segment": False}
 
 

@@ -24,6 +24,8 @@ from api.jsonbody import BOOL, INT, STR, ArrayOf, Obj
 from formation.driver import drain
 from formation.rules import RulesProposer
 from governance.audit import OPERATIONS
+from memory import embedders, generations
+from tests.fakeembeddings import fake_embeddings
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CHECKED_IN = ROOT / "docs" / "openapi.json"
@@ -329,7 +331,20 @@ def test_real_responses_conform_to_the_document(document, new_project):
     api.call("/artifacts/get", {"id": artifact_id}, expect=404)
 
     api.call("/passages/search", {"question": "Dublin"})
-    api.call("/entities/candidates", {"question": "Dublin"}, expect=503)
+    api.call("/entities/candidates", {"question": "Dublin"}, expect=503)  # no generation yet
+    with fake_embeddings() as fake, override_settings(
+            MEMOIR_EMBEDDER="endpoint", MEMOIR_EMBEDDING_ENDPOINT=fake.base_url, MEMOIR_EMBEDDING_MODEL="fake-bag",
+            MEMOIR_EMBEDDING_ALLOWLIST=fake.authority):
+        embedders.reset_configured()
+        try:
+            generations.start(project=project, principal="cli", principal_kind="operator", auto_activate=True)
+            while generations.follow(project, budget=30):
+                pass
+            api.call("/entities/candidates", {"question": "Dublin", "limit": 3})
+            api.call("/entities/candidates", {"question": "Dublin", "limit": 1, "candidates": 5})
+            api.call("/recalls", {"question": "which city?", "surfaces": ["facts", "passages"]})
+        finally:
+            embedders.reset_configured()
     api.call("/notifications/endpoints/list", {}, expect=501)
     with override_settings(MEMOIR_NOTIFY_DESTINATIONS=["localhost"], MEMOIR_NOTIFY_ALLOW_PRIVATE=True):
         endpoint = api.call("/notifications/endpoints/register", {"url": "https://localhost:9/conformance"})

@@ -35,6 +35,7 @@ PROJECT_COUNTS = {
     "passage_source": "SELECT count(*) FROM passage_source WHERE scope = %s",
     "passage_tsvector": "SELECT count(*) FROM passage_source WHERE scope = %s AND lexemes IS NOT NULL",
     "passage_vector": "SELECT count(*) FROM passage_vector WHERE scope = %s",
+    "entity_vector": "SELECT count(*) FROM entity_vector WHERE scope = %s",
 }
 
 # One subject's rows in every table (the subject's own observations, or what they registered).
@@ -66,6 +67,7 @@ SUBJECT_COUNTS = {
                      " WHERE d.scope = %(p)s AND d.subject_id::text = %(s)s",
     "passage_source": f"SELECT count(*) FROM passage_source WHERE source_id IN ({_MINE})",
     "passage_vector": f"SELECT count(*) FROM passage_vector WHERE source_id IN ({_MINE})",
+    "entity_vector": f"SELECT count(*) FROM entity_vector WHERE source_ids && ARRAY({_MINE})",
 }
 
 

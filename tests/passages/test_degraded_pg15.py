@@ -30,6 +30,7 @@ out["observe"] = post("/v1/observations", {"data_subject_id": "ann", "messages":
     {"role": "user", "content": "My violin teacher lives in Galway."}]})[0]
 out["search"] = post("/v1/passages/search", {"question": "Who teaches the violin?"})
 out["recall"] = post("/v1/recalls", {"question": "Who teaches the violin?", "surfaces": ["facts", "passages"]})
+out["candidates"] = post("/v1/entities/candidates", {"question": "Who teaches the violin?"})
 from governance.erasure import erase
 out["erase"] = [200, erase(project="degraded", data_subject_id="ann", principal="cli", principal_kind="operator")]
 from memory import generations
@@ -80,7 +81,7 @@ def test_postgresql_without_pgvector_answers_lexically(pg15_database):
     assert migrate.returncode == 0, migrate.stderr[-3000:]
     with psycopg.connect(url) as conn:
         tables = {row[0] for row in conn.execute(
-            "SELECT to_regclass(t)::text FROM unnest(ARRAY['passage_source', 'passage_vector']) t")}
+            "SELECT to_regclass(t)::text FROM unnest(ARRAY['passage_source', 'passage_vector', 'entity_vector']) t")}
     assert tables == {"passage_source", None}
     done = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300)
@@ -93,7 +94,10 @@ def test_postgresql_without_pgvector_answers_lexically(pg15_database):
     status, bundle = out["recall"]
     assert status == 200 and bundle["degraded"] == ["semantic_anchors", "passages"]
     assert [p["quote"] for p in bundle["passages"]] == ["My violin teacher lives in Galway."]
+    status, refused = out["candidates"]
+    assert status == 503 and refused["error"]["code"] == "entity_candidates_unavailable"
     status, receipt = out["erase"]
     assert status == 200 and receipt["clean"] is True
     assert receipt["deleted"]["passage_source"] == 1 and receipt["deleted"]["passage_vector"] == 0
+    assert receipt["deleted"]["entity_vector"] == receipt["residual"]["entity_vector"] == 0
     assert out["start"] == "passage_unavailable"
