@@ -659,7 +659,7 @@ class EmbeddingGenerationAdmin(ViewOnlyAdmin):
     """Embedding generations with their coverage; the lifecycle verbs are `manage.py memoir_embeddings`."""
 
     list_display = ("generation_id", "project", "state", "provider", "model", "dimensions", "vectors",
-                    "covered_through_offset_now", "through_offset", "created_at", "activated_at")
+                    "covered_through_offset_now", "through_offset", "entities_embedded", "created_at", "activated_at")
     list_filter = ("state", "provider")
     ordering = ("-created_at",)
 
@@ -685,6 +685,11 @@ class EmbeddingGenerationAdmin(ViewOnlyAdmin):
     @admin.display(description="through offset")
     def through_offset(self, obj):
         return self._coverage(obj).get("through_offset")
+
+    @admin.display(description="entities embedded")
+    def entities_embedded(self, obj):
+        row = self._coverage(obj)
+        return f"{row.get('entity_vectors', 0)} / {row.get('entities', 0)}" if row else None
 
     def changelist_view(self, request, extra_context=None):
         self._coverage_cache = {}  # fresh coverage on every page view

@@ -53,3 +53,4 @@ def test_console_lists_generations_with_coverage(new_project, endpoint_embedder)
     assert page.status_code == 200
     html = page.content.decode()
     assert str(generation.generation_id) in html and "building" in html and "Covered through offset" in html
+    assert "Entities embedded" in html
