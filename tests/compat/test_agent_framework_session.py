@@ -50,3 +50,22 @@ def test_session_store_still_refuses_a_stale_version_when_one_is_named(live_serv
             return None
 
     assert run_async(scenario()) == (409, "artifact_conflict", {"turns": 2})
+
+
+def test_text_search_maps_live_passages_with_their_citation_identity(live_server_url, live_project):
+    """The adapter's grounding on-ramp (`text_search.search`) over a live passage search."""
+    from taisce_agent_framework.text_search import search
+
+    _, token = live_project
+    said = "Our allotment is plot 14 behind the old mill; the gate code is the year the mill closed."
+
+    async def scenario():
+        async with taisce.Client(live_server_url, token) as client:
+            await client.observe(idempotency_key=str(uuid.uuid4()), messages=[{"role": "user", "content": said}],
+                                 data_subject_id="alice")
+            return await search(client, limit=3, data_subject_id="alice")("where is the allotment plot?")
+
+    results = run_async(scenario())
+    assert results and results[0].text == said
+    assert results[0].source_name.startswith("turn ") and results[0].source_name.endswith(" message 0")
+    assert results[0].raw["preview_complete"] is True
