@@ -70,11 +70,18 @@ DROP FUNCTION memoir_passage_sources();
 DROP TABLE passage_source;
 """
 
-_HNSW = "\n".join(
-    f"CREATE INDEX passage_vector_hnsw_{d} ON passage_vector USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
-    f" WHERE dimensions = {d};"
-    for d in INDEXED_DIMENSIONS
-)
+
+
+def hnsw_indexes(table):
+    """A partial HNSW cosine index per indexed dimension, on the `embedding` of a vector table."""
+    return "\n".join(
+        f"CREATE INDEX {table}_hnsw_{d} ON {table} USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
+        f" WHERE dimensions = {d};"
+        for d in INDEXED_DIMENSIONS
+    )
+
+
+_HNSW = hnsw_indexes("passage_vector")
 
 VECTOR_SQL = f"""
 CREATE TABLE passage_vector (
@@ -135,11 +142,7 @@ ENTITY_INPUT_FORMAT = "entity-evidence/v1"
 ENTITY_VECTOR_KIND = (
     "entity_vector", "entity_vector", "source_ids", "an entity's embedding (its names and quotes) in one generation")
 
-_ENTITY_HNSW = "\n".join(
-    f"CREATE INDEX entity_vector_hnsw_{d} ON entity_vector USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
-    f" WHERE dimensions = {d};"
-    for d in INDEXED_DIMENSIONS
-)
+_ENTITY_HNSW = hnsw_indexes("entity_vector")
 
 ENTITY_VECTOR_SQL = f"""
 CREATE TABLE entity_vector (

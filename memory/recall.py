@@ -30,7 +30,7 @@ _TRIM = "'-"
 MAX_RECALL_PASSAGES = 8
 # Semantic anchors: at most this many, and only entities at least this close to the question (cosine).
 MAX_SEMANTIC_ANCHORS = 4
-MIN_SEMANTIC_SIMILARITY = 0.3
+MIN_SEMANTIC_SIMILARITY = 0.5
 MAX_QUOTE_CHARS = 512
 # When facts and passages are both selected and passages were found, facts leave up to this many characters
 # (and at most a quarter of the budget) for them, so a subject's many facts cannot crowd the answer out.

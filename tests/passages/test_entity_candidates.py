@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 
 from governance.erasure import erase
-from memory import entity_candidates, generations
+from memory import entity_candidates, generations, recall
 from memory.entity_candidates import compose
 from tests.passages.test_passages import build_all
 from tests.recall.conftest import post, recall_ok, write_fact
@@ -98,7 +98,7 @@ def test_a_question_naming_no_entity_anchors_semantically(project, auth, fake, e
     assert all(a["matched"].startswith("semantic:") for a in bundle["anchors"])
     assert len(bundle["anchors"]) <= 4
     score = float(bundle["anchors"][0]["matched"].split(":")[1])
-    assert 0.3 <= score <= 1
+    assert recall.MIN_SEMANTIC_SIMILARITY <= score <= 1
     assert "works_at" in [f["predicate"] for f in bundle["facts"]]
     assert bundle["reach"]["anchored"] == len(bundle["anchors"])
     assert bundle["reach"]["named_nothing_known"] is False
