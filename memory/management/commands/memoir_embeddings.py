@@ -50,7 +50,15 @@ class Command(BaseCommand):
             total += page.embedded
             if not (all and page.remaining and page.embedded):
                 break
-        self.stdout.write(f"embedded {total}; {'more remain' if page.remaining else 'complete'}")
+        entities = 0
+        if not page.remaining:  # entities after messages, as the follower does
+            while True:
+                entity_page = generations.build_entities(project=project, generation_id=generation_id, **OPERATOR)
+                entities += entity_page.embedded
+                if not (all and entity_page.remaining and entity_page.embedded):
+                    break
+        self.stdout.write(f"embedded {total}; {'more remain' if page.remaining else 'complete'};"
+                          f" entities embedded {entities}")
 
     def do_activate(self, project, generation_id, **_):
         generations.activate(project=project, generation_id=generation_id, **OPERATOR)
