@@ -238,6 +238,22 @@ def _build():
     return None
 
 
+def warm_in_background():
+    """Load the local model on a daemon thread when it is the configured embedder (MEMOIR_EMBEDDING_PRELOAD), so
+    the first question after a generation activates does not wait seconds for torch and the weights."""
+    if not settings.MEMOIR_EMBEDDING_PRELOAD:
+        return None
+    try:
+        embedder = configured()
+    except EmbedderConfigError:
+        return None
+    if not isinstance(embedder, LocalEmbedder):
+        return None
+    thread = threading.Thread(target=LocalEmbedder._load, name="memoir-model-warm", daemon=True)
+    thread.start()
+    return thread
+
+
 def reset_configured():
     """Forget the built embedder (tests that change the settings)."""
     with _configured_lock:

@@ -176,6 +176,8 @@ MEMOIR_EMBEDDING_BATCH = env.int("MEMOIR_EMBEDDING_BATCH", default=64)
 MEMOIR_EMBEDDING_THREADS = env.int("MEMOIR_EMBEDDING_THREADS", default=2)
 MEMOIR_EMBEDDING_AUTOSTART = env.bool("MEMOIR_EMBEDDING_AUTOSTART", default=True)
 MEMOIR_EMBEDDING_FOLLOW_BUDGET = env.float("MEMOIR_EMBEDDING_FOLLOW_BUDGET", default=120.0)
+# Each web process loads the local model in the background at start, so no request waits for it.
+MEMOIR_EMBEDDING_PRELOAD = env.bool("MEMOIR_EMBEDDING_PRELOAD", default=True)
 
 # API admission and budgets (api.md §1.4, recall.md §7).
 MEMOIR_ADMISSION_PER_PROJECT = env.int("MEMOIR_ADMISSION_PER_PROJECT", default=64)
