@@ -14,6 +14,7 @@ from governance.erasure import erase
 from memory import generations, services
 from memory.embedders import EndpointConfig, EndpointEmbedder
 from memory.errors import Conflict
+from memory.models import EmbeddingGeneration
 from tests.fakeembeddings import fake_embeddings
 from tests.governance.support import (
     PROJECT_COUNTS,
@@ -39,14 +40,20 @@ PG_DUMP = str(PG_BIN / "pg_dump")
 
 
 def embed_everything(project):
-    """Every passage source of the project gets a vector (through a loopback embedding endpoint)."""
+    """Every passage source and entity of the project gets a vector (through a loopback embedding endpoint), in
+    the project's building generation, started here when there is none."""
     with fake_embeddings() as fake:
         embedder = EndpointEmbedder(EndpointConfig(endpoint=fake.base_url, model="fake-bag",
                                                    allowlist=(fake.authority,)))
-        generation = generations.start(project=project, principal="cli", principal_kind="operator",
-                                       embedder=embedder)
+        generation = EmbeddingGeneration.objects.filter(project_id=project, state="building").first()
+        if generation is None:
+            generation = generations.start(project=project, principal="cli", principal_kind="operator",
+                                           embedder=embedder)
         while generations.build(project=project, generation_id=generation.generation_id, principal="cli",
                                 principal_kind="operator", embedder=embedder).remaining:
+            pass
+        while generations.build_entities(project=project, generation_id=generation.generation_id, principal="cli",
+                                         principal_kind="operator", embedder=embedder).remaining:
             pass
 
 
@@ -114,7 +121,15 @@ def test_erasing_subject_a_leaves_nothing_of_a_and_everything_of_b(committed, co
         # The receipt counts every row removed: each table shrank by exactly what it says.
         assert {key: before[key] - after[key] for key in RECEIPT_KEYS} == {k: receipt["deleted"][k] for k in RECEIPT_KEYS}
         assert receipt["deleted"]["observation"] == 6 and receipt["deleted"]["data_subject"] == 1
-        assert after_b == before_b
+        # B keeps every row; only a vector made partly of A's words (the shared entity's) went, and the follower
+        # makes it again from B's words alone.
+        shared_vectors = before_b["entity_vector"] - after_b["entity_vector"]
+        assert shared_vectors == 1
+        assert {**after_b, "entity_vector": before_b["entity_vector"]} == before_b
+        embed_everything(project)
+        assert subject_counts(project, b) == before_b
+        assert one("SELECT count(*) FROM entity_vector v JOIN entity e USING (entity_id) WHERE v.scope = %s"
+                   " AND e.normalized_name = %s", [project, org.lower()]) == (1,)
         assert set(subject_counts(project, a).values()) == {0}
 
         # The shared entity survives, spelled only as B spelled it.
