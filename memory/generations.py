@@ -386,21 +386,24 @@ def follow(project, *, budget=None):
         for generation in live:
             if not identity.matches(generation):
                 continue  # never mix vectors: another model's generation waits for its own embedder
+            # Messages before entities, before every page of entities and once more at the end: a message stored
+            # while this follower embeds entities is taken by it (its own kick found the project locked).
+            entities_done = False
             while time.monotonic() < deadline:
                 page = build(project=project, generation_id=generation.generation_id,
                              principal=audit.SYSTEM_PRINCIPAL, principal_kind="system", embedder=embedder)
                 stored += page.embedded
-                if not page.remaining:
+                if page.remaining:
+                    if page.embedded == 0:
+                        break  # a page of sources that vanished meanwhile; the next kick retries
+                    continue
+                if entities_done:
                     break
-                if page.embedded == 0:
-                    break  # a page of sources that vanished meanwhile; the next kick retries
-            # Entities after passages: a message is searchable first; semantic anchors follow.
-            while time.monotonic() < deadline:
-                page = build_entities(project=project, generation_id=generation.generation_id,
-                                      principal=audit.SYSTEM_PRINCIPAL, principal_kind="system", embedder=embedder)
-                stored += page.embedded
-                if not page.remaining or page.embedded == 0:
-                    break
+                entity_page = build_entities(project=project, generation_id=generation.generation_id,
+                                             principal=audit.SYSTEM_PRINCIPAL, principal_kind="system",
+                                             embedder=embedder)
+                stored += entity_page.embedded
+                entities_done = not entity_page.remaining or entity_page.embedded == 0
     finally:
         with connection.cursor() as cursor:
             _unlock(cursor, project)
