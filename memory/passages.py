@@ -147,19 +147,23 @@ def _lexical(cursor, project, question, subject, roles, k):
     rare = [lex for lex, df in counts if 0 < df < DF_CAP] or sorted(present, key=lambda x: (idf[x], x))[-3:]
     weight_total = sum(idf[lex] for lex in present) or 1.0
     filters = ""
-    params = {"project": project, "any": _tsquery_literal(rare), "tq": [_tsquery_literal([x]) for x in present],
-              "idf": [idf[x] for x in present], "k": k}
+    params = {"project": project, "any": _tsquery_literal(rare), "k": k}
+    # The candidate's weight: the idf of each present lexeme it holds, summed in lexeme order, as one CASE per
+    # lexeme (a per-row function scan and aggregate cost several times more on thousands of candidates).
+    terms = []
+    for i, lexeme in enumerate(present):
+        params[f"tq{i}"], params[f"idf{i}"] = _tsquery_literal([lexeme]), idf[lexeme]
+        terms.append(f"CASE WHEN p.lexemes @@ %(tq{i})s::tsquery THEN %(idf{i})s::float8 ELSE 0 END")
     if subject:
         filters += " AND p.data_subject_id = %(subject)s"
         params["subject"] = subject
     if roles:
         filters += " AND p.role = ANY(%(roles)s::text[])"
         params["roles"] = list(roles)
-    norm = f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(p.lexemes) / {AVG_LEXEMES}))"
+    norm = f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(p.lexemes)::float8 / {AVG_LEXEMES}))"
     cursor.execute(
         f"SELECT p.chunk_id::text, s.weight * {BM25_K1 + 1} / {norm} AS score, s.weight"
-        " FROM passage_source p CROSS JOIN LATERAL (SELECT coalesce(sum(w.idf), 0) AS weight"
-        "  FROM unnest(%(tq)s::tsquery[], %(idf)s::float8[]) w(tq, idf) WHERE p.lexemes @@ w.tq) s"
+        f" FROM passage_source p CROSS JOIN LATERAL (SELECT {' + '.join(terms)} AS weight) s"
         " WHERE p.scope = %(project)s AND p.lexemes @@ %(any)s::tsquery" + filters +
         " ORDER BY score DESC, p.log_offset DESC, p.ordinal, p.chunk_id LIMIT %(k)s", params)
     return [(chunk, float(score), float(weight) / weight_total) for chunk, score, weight in cursor.fetchall()]
@@ -191,7 +195,26 @@ def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
     return sorted(((chunk, float(d)) for chunk, d in rows), key=lambda r: (r[1], r[0]))
 
 
+# Generations last counted above EXACT_MAX_VECTORS, with when: counting that far costs ~10 ms per request at
+# 1M vectors, so a large verdict is reused for LARGE_VERDICT_SECONDS (a small one is always recounted, cheaply).
+_large_generations = {}
+LARGE_VERDICT_SECONDS = 60.0
+
+
 def _small_generation(cursor, generation):
+    key = str(generation.generation_id)
+    seen = _large_generations.get(key)
+    if seen is not None and time.monotonic() - seen < LARGE_VERDICT_SECONDS:
+        return False
+    small = _count_small(cursor, generation)
+    if small:
+        _large_generations.pop(key, None)
+    else:
+        _large_generations[key] = time.monotonic()
+    return small
+
+
+def _count_small(cursor, generation):
     cursor.execute("SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s LIMIT %s) c",
                    [str(generation.generation_id), EXACT_MAX_VECTORS + 1])
     return cursor.fetchone()[0] <= EXACT_MAX_VECTORS
