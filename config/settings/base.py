@@ -175,7 +175,9 @@ MEMOIR_EMBEDDING_TIMEOUT = env.float("MEMOIR_EMBEDDING_TIMEOUT", default=60.0)
 MEMOIR_EMBEDDING_BATCH = env.int("MEMOIR_EMBEDDING_BATCH", default=64)
 MEMOIR_EMBEDDING_THREADS = env.int("MEMOIR_EMBEDDING_THREADS", default=2)
 MEMOIR_EMBEDDING_AUTOSTART = env.bool("MEMOIR_EMBEDDING_AUTOSTART", default=True)
-MEMOIR_EMBEDDING_FOLLOW_BUDGET = env.float("MEMOIR_EMBEDDING_FOLLOW_BUDGET", default=120.0)
+# Short turns, then the follower queues itself again behind other projects: one backlog never holds up another
+# project's new messages for long.
+MEMOIR_EMBEDDING_FOLLOW_BUDGET = env.float("MEMOIR_EMBEDDING_FOLLOW_BUDGET", default=5.0)
 # Each web process loads the local model in the background at start, so no request waits for it.
 MEMOIR_EMBEDDING_PRELOAD = env.bool("MEMOIR_EMBEDDING_PRELOAD", default=True)
 

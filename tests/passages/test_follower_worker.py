@@ -5,17 +5,35 @@ import time
 import uuid
 
 import httpx
+import psycopg
 import pytest
 
 from tests.conftest import make_project
 from tests.fakeembeddings import fake_embeddings
-from tests.support.processes import CeleryWorker, RedisProcess, WebServer, service_env, wait_for
+from tests.support.processes import CeleryWorker, RedisProcess, WebServer, database_url, service_env, wait_for
 
 pytestmark = [pytest.mark.live, pytest.mark.worker]
 
 
+def _end_other_projects_embedding(database_name):
+    """Committed projects left by earlier tests share this database. A real worker with autostart would start and
+    build a generation for each of them before reaching this module's project, so end their embedding as an
+    operator would (a cancelled generation is never restarted on its own): this worker follows only what the
+    tests below create."""
+    with psycopg.connect(database_url(database_name), autocommit=True) as conn:
+        conn.execute("UPDATE embedding_generation SET state = 'cancelled', ended_at = now()"
+                     " WHERE state IN ('building', 'active')")
+        conn.execute(
+            "INSERT INTO embedding_generation (generation_id, scope, provider, model, revision, dimensions, metric,"
+            " input_format, state, auto_activate, started_by, created_at, ended_at)"
+            " SELECT gen_random_uuid(), p.name, 'endpoint', 'ended-by-test', '', 384, 'cosine', 'message-text/v1',"
+            " 'cancelled', false, 'test', now(), now() FROM project p"
+            " WHERE NOT EXISTS (SELECT 1 FROM embedding_generation g WHERE g.scope = p.name)")
+
+
 @pytest.fixture(scope="module")
 def stack(test_database_name):
+    _end_other_projects_embedding(test_database_name)
     with fake_embeddings() as fake:
         redis = RedisProcess().start()
         env = service_env(test_database_name, redis.url, MEMOIR_EXTRACTOR="rules", MEMOIR_EMBEDDER="endpoint",
