@@ -22,7 +22,7 @@ def route_views(patterns):
 
 def check_route_ops(patterns=None):
     """Raise ImproperlyConfigured naming every routed op the ledger cannot record."""
-    from governance.audit import OPERATIONS
+    from core.audit import OPERATIONS
 
     if patterns is None:
         patterns = get_resolver().url_patterns

@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from psycopg.types.range import Range
 
-from api.encoding import format_float32, format_range, format_ts
 from api.errors import DEFAULT_MESSAGES, ApiError
+from core.encoding import format_float32, format_range, format_ts
 
 # --- timestamps ------------------------------------------------------------------------------
 
