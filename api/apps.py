@@ -29,7 +29,7 @@ def check_route_ops(patterns=None):
     missing = sorted({repr(cls.op) for cls in route_views(patterns) if cls.op not in OPERATIONS})
     if missing:
         raise ImproperlyConfigured(
-            "these /v1 route ops are not in governance.audit.OPERATIONS: " + ", ".join(missing))
+            "these /v1 route ops are not in core.audit.OPERATIONS: " + ", ".join(missing))
 
 
 class ApiConfig(AppConfig):

@@ -1,5 +1,5 @@
 """The record mutation, feedback and entity purge routes (api.md §7.4–§7.6): body rules here, the work
-in memory.curation, memory.feedback and governance.purge, which write their own ledger rows."""
+in formation.curation, formation.feedback and governance.purge, which write their own ledger rows."""
 from core.encoding import format_ts
 from core.limits import MAX_SUBJECT_BYTES
 from core.strings import canonical_uuid, has_nul, is_blank, utf8_len

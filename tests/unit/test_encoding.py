@@ -1,4 +1,4 @@
-"""Unit tests for api.encoding (api.md §4) and the api.errors response writers.
+"""Unit tests for core.encoding (api.md §4) and the api.errors response writers.
 
 Pure Python, no database. The response tests need only django.http, which builds these
 responses without settings; they skip cleanly if that ever changes.
