@@ -34,7 +34,7 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
 help:
 	@echo "make run       venv + embedded services + migrate + bootstrap + web/worker/beat"
-	@echo "make test      venv + services + chromium, then ruff and pytest (PYTEST_ARGS=...)"
+	@echo "make test      venv + services + chromium, then ruff, lint-imports and pytest (PYTEST_ARGS=...)"
 	@echo "make services  start embedded PostgreSQL/Redis unless DATABASE_URL/REDIS_URL are set"
 	@echo "make down      stop embedded services;  make clean  also removes var/"
 	@echo "make openapi   refresh docs/openapi.json from the code (a test fails while it is stale)"
@@ -73,6 +73,7 @@ browser:
 
 test: venv services browser
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(APP_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 openapi: venv
@@ -80,6 +81,7 @@ openapi: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 down:
 	scripts/services.sh down

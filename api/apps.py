@@ -22,14 +22,14 @@ def route_views(patterns):
 
 def check_route_ops(patterns=None):
     """Raise ImproperlyConfigured naming every routed op the ledger cannot record."""
-    from governance.audit import OPERATIONS
+    from core.audit import OPERATIONS
 
     if patterns is None:
         patterns = get_resolver().url_patterns
     missing = sorted({repr(cls.op) for cls in route_views(patterns) if cls.op not in OPERATIONS})
     if missing:
         raise ImproperlyConfigured(
-            "these /v1 route ops are not in governance.audit.OPERATIONS: " + ", ".join(missing))
+            "these /v1 route ops are not in core.audit.OPERATIONS: " + ", ".join(missing))
 
 
 class ApiConfig(AppConfig):

@@ -4,7 +4,8 @@ import time
 
 from django.db import connection
 
-from governance import audit, tokens
+from core import audit
+from governance import tokens
 from governance.selectors import caller_for_digest
 
 _REFUSED_ROWS_PER_MINUTE = 16

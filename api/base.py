@@ -7,9 +7,9 @@ from django.http.request import RawPostDataException
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.views import APIView
 
-from governance import audit
-from memory.errors import DomainError
-from memory.retry import run_retrying
+from core import audit
+from core.errors import DomainError
+from core.retry import run_retrying
 
 from . import admission, authentication
 from .errors import ApiError, error_response, json_response

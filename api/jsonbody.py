@@ -1,5 +1,5 @@
 """Strict request bodies (api.md §3): decode_body() for the byte/JSON rules, check_shape() for
-field names and types, and the small string helpers routes use (blank, NUL, UUID, UTF-8 size).
+field names and types. The string checks routes use (blank, NUL, UUID, UTF-8 size) live in core.strings.
 
 Every violation here is 400 invalid_body; route-specific rules belong to the routes.
 """
@@ -227,41 +227,3 @@ def check_shape(value: dict, shape: Obj) -> dict:
     are left out of the result. TIMESTAMP values become aware UTC datetimes.
     """
     return _convert(value, shape)
-
-
-# ---------------------------------------------------------------------------
-# String helpers for route validation.
-
-# Unicode White_Space. Not str.isspace()/str.strip(): those also treat U+001C..U+001F as space.
-WHITE_SPACE = frozenset(
-    "\u0009\u000a\u000b\u000c\u000d\u0020\u0085\u00a0\u1680"
-    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000"
-)
-_WHITE_SPACE_CHARS = "".join(sorted(WHITE_SPACE))
-
-_UUID_RE = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-)
-
-
-def is_blank(s: str) -> bool:
-    """True when s is empty after stripping Unicode White_Space."""
-    return not s.strip(_WHITE_SPACE_CHARS)
-
-
-def has_nul(s: str) -> bool:
-    """True when s contains U+0000, which PostgreSQL text cannot hold."""
-    return "\x00" in s
-
-
-def canonical_uuid(s: Any) -> str | None:
-    """The lowercase 8-4-4-4-12 form of a UUID string, or None for any other spelling."""
-    if not isinstance(s, str) or _UUID_RE.fullmatch(s) is None:
-        return None
-    return s.lower()
-
-
-def utf8_len(s: str) -> int:
-    """Size of s in UTF-8 bytes (the unit of every size limit in the contract)."""
-    return len(s.encode("utf-8"))

@@ -13,8 +13,8 @@ from drf_spectacular.settings import patched_settings
 from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.schemas.generators import BaseSchemaGenerator
 
-from config import __version__
-from memory.closed_sets import IDENTITY_KINDS, OBJECT_KINDS, ROLES
+from core.closed_sets import IDENTITY_KINDS, OBJECT_KINDS, ROLES
+from core.version import __version__
 from memory.recall import MAX_QUESTION_BYTES, SURFACES
 
 from .base import READ_ONLY_OPS, UnknownRouteView, V1View

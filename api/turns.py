@@ -1,13 +1,14 @@
 """Validation of POST /v1/observations beyond shape (api.md §7.1): limits, roles and message groups."""
-from memory.closed_sets import ROLES
+from core.closed_sets import ROLES
+from core.limits import MAX_SUBJECT_BYTES
+from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
 
 from .errors import ApiError
-from .jsonbody import INT, STR, TIMESTAMP, UUID_STR, ArrayOf, Obj, canonical_uuid, has_nul, is_blank, utf8_len
+from .jsonbody import INT, STR, TIMESTAMP, UUID_STR, ArrayOf, Obj
 
 MAX_MESSAGES = 64
 MAX_MESSAGE_BYTES = 65_536
 MAX_TURN_BYTES = 262_144
-MAX_SUBJECT_BYTES = 1_024
 
 OBSERVATION_SHAPE = Obj({
     "messages": ArrayOf(Obj({"role": STR, "content": STR, "group_ordinal": INT, "occurred_at": TIMESTAMP})),

@@ -1,11 +1,12 @@
 """The four /v1 notification routes (api.md §7.9, docs/webhooks.md): thin views over notifications.services
 and notifications.selectors. With MEMOIR_NOTIFY_DESTINATIONS unset each answers 501 without reading the body."""
+from core.encoding import format_ts
+from core.strings import canonical_uuid
 from notifications import destinations, selectors, services
 
 from .base import EMPTY, Result, V1View
-from .encoding import format_ts
 from .errors import ApiError
-from .jsonbody import INT, STR, UUID_STR, Obj, canonical_uuid
+from .jsonbody import INT, STR, UUID_STR, Obj
 
 
 def _endpoint(item):

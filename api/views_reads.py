@@ -4,11 +4,12 @@ import re
 
 from django.conf import settings
 
+from core.strings import canonical_uuid, has_nul, is_blank
 from memory import contexts, selectors
 
 from .base import Result, V1View
 from .errors import ApiError
-from .jsonbody import INT, STR, TIMESTAMP, UUID_STR, Obj, canonical_uuid, has_nul, is_blank
+from .jsonbody import INT, STR, TIMESTAMP, UUID_STR, Obj
 
 INT32_MAX = 2**31 - 1
 PAGE_MAX = 100

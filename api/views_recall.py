@@ -2,13 +2,15 @@
 report candidates route that still validates and then answers 503."""
 from django.conf import settings
 
-from api.encoding import format_ts
+from core.closed_sets import ROLES
+from core.encoding import format_ts
+from core.limits import MAX_SUBJECT_BYTES
+from core.strings import has_nul, is_blank, utf8_len
 from memory import entity_candidates, passages, recall
-from memory.closed_sets import ROLES
 
 from .base import Result, V1View
 from .errors import ApiError
-from .jsonbody import BOOL, INT, STR, TIMESTAMP, ArrayOf, Obj, has_nul, is_blank, utf8_len
+from .jsonbody import BOOL, INT, STR, TIMESTAMP, ArrayOf, Obj
 
 RECALL_SHAPE = Obj({
     "question": STR, "data_subject_id": STR, "as_of": TIMESTAMP, "as_known_at": TIMESTAMP,
@@ -42,7 +44,6 @@ class RecallView(V1View):
 MAX_SEARCH_LIMIT = 32
 DEFAULT_SEARCH_LIMIT = 10
 MAX_CANDIDATES = 1000
-MAX_SUBJECT_BYTES = 1024
 
 CANDIDATE_SHAPE = Obj({"question": STR, "limit": INT, "candidates": INT})
 PASSAGE_SHAPE = Obj({"question": STR, "limit": INT, "candidates": INT, "data_subject_id": STR, "source_role": STR})

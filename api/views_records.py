@@ -1,27 +1,16 @@
 """The record mutation, feedback and entity purge routes (api.md §7.4–§7.6): body rules here, the work
-in memory.curation, memory.feedback and governance.purge, which write their own ledger rows."""
+in formation.curation, formation.feedback and governance.purge, which write their own ledger rows."""
+from core.encoding import format_ts
+from core.limits import MAX_SUBJECT_BYTES
+from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
+from formation import curation, feedback
 from governance.purge import purge_entity
-from memory import curation, feedback
 
 from .base import Result, V1View
-from .encoding import format_ts
 from .errors import ApiError
-from .jsonbody import (
-    BOOL,
-    INT,
-    STR,
-    TIMESTAMP,
-    UUID_STR,
-    ArrayOf,
-    Obj,
-    canonical_uuid,
-    has_nul,
-    is_blank,
-    utf8_len,
-)
+from .jsonbody import BOOL, INT, STR, TIMESTAMP, UUID_STR, ArrayOf, Obj
 from .turns import subject_or_none
 
-MAX_SUBJECT_BYTES = 1_024
 MAX_PREDICATE_BYTES = 128
 MAX_OBJECT_BYTES = 1_024
 MAX_STATEMENT_BYTES = 16_384

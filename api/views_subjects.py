@@ -2,10 +2,10 @@
 governance.subjects and governance.artifacts (the notification routes live in api/views_notifications.py)."""
 import base64
 
+from core.encoding import format_ts
 from governance import artifacts, subjects
 
 from .base import Result, V1View
-from .encoding import format_ts
 from .jsonbody import INT, STR, UUID_STR, Obj
 
 

@@ -17,11 +17,11 @@ from _common import ROOT, project_path_first
 
 project_path_first()
 
+from core.text import normalize  # noqa: E402
 from formation.gates import Admitted, effective_unresolvable, judge  # noqa: E402
 from formation.proposals import Message, PredicateSpec  # noqa: E402
 from formation.rules import RulesProposer  # noqa: E402
 from formation.rules_v2 import RulesV2Proposer  # noqa: E402
-from formation.text import normalize  # noqa: E402
 from memory.vocabulary import PREDICATES, SPEAKER_TERMS, UNRESOLVABLE_TERMS  # noqa: E402
 
 CORPUS = ROOT / "bench" / "data" / "extraction_corpus.json"

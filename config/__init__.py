@@ -1,7 +1,7 @@
 """Project configuration: settings, URLs, the Celery app and the WSGI entry point."""
-# The one version string: the console footer, /v1/schema's info.version and `manage.py memoir_version` show it.
-__version__ = "0.2.0"
+# The version lives in core (every layer may read it); config re-exports it for its own modules and callers.
+from core.version import __version__
 
-from .celery import app as celery_app  # noqa: E402 - the version must not wait on Celery's import
+from .celery import app as celery_app
 
 __all__ = ("__version__", "celery_app")

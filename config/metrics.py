@@ -35,7 +35,7 @@ class DatabaseCollector:
     """Figures read at scrape time, so every worker answers the same and nothing is lost on a restart."""
 
     def collect(self):
-        from governance import dashboard_selectors as ds
+        from console import dashboard_selectors as ds
 
         info = GaugeMetricFamily("memoir_info", "The running Memoir version.", labels=["version"])
         info.add_metric([__version__], 1)

@@ -12,7 +12,7 @@ urlpatterns = [
     path("v1/docs", openapi.docs_view),
     path("v1", include("api.urls")),
     path("mcp", mcp.endpoint),
-    path("", include("governance.console_urls")),
+    path("", include("console.urls")),
 ]
 
 handler400 = fallback.bad_request

@@ -10,11 +10,11 @@ from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
 
-from memory.locks import advisory_xact_lock
-from memory.retry import sqlstate
+from core.locks import advisory_xact_lock
+from core.retry import sqlstate
+from core.text import normalize
 
 from . import ids
-from .text import normalize
 
 MAX_NAME_BYTES = 4096
 MAX_ALIASES = 64

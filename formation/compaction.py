@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import httpx
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
+from core.text import WHITE_SPACE, WS_CLASS
+
 from .model import MAX_REPLY_BYTES, new_fence, validate_config
-from .text import WHITE_SPACE, WS_CLASS
 
 logger = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
-from governance import audit
-from memory.errors import NotFound
-from memory.retry import sqlstate
+from core import audit
+from core.errors import NotFound
+from core.retry import sqlstate
 from memory.services import recompute_watermark
 
 from . import vocabulary as vocab

@@ -8,10 +8,10 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from core.closed_sets import OBJECT_KINDS, REFUSAL_REASONS
+from core.text import normalize
 from formation.locate import locate, quote_at
 from formation.proposals import PredicateSpec, Proposal
-from formation.text import normalize
-from memory.closed_sets import OBJECT_KINDS, REFUSAL_REASONS
 
 __all__ = [
     "REFUSAL_REASONS", "Admitted", "Refused", "judge", "effective_unresolvable", "clamp_confidence",

@@ -3,7 +3,7 @@
 The model's quote is only a search term; what is stored is always the located bytes of the message.
 """
 
-from formation.text import WHITE_SPACE
+from core.text import WHITE_SPACE
 
 
 def locate(content: str, quote: str) -> tuple[int, int] | None:

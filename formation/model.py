@@ -5,7 +5,6 @@ reads a bounded reply. A reply it cannot read is an error, never an empty result
 """
 
 import hashlib
-import ipaddress
 import json
 import re
 import secrets
@@ -15,8 +14,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httpx
-from django.core.exceptions import ImproperlyConfigured
 
+from core.endpoints import PLAIN_HTTP_HOSTS, ExtractorConfigError, _authority, _host_port
 from formation.prompt import prompt_sha256, render_system_prompt
 from formation.proposals import Message, PredicateSpec, Proposal, ProposerError
 
@@ -25,16 +24,11 @@ EXTRACTOR_CODE_VERSION = "memoir-extract-client/1"
 
 MAX_REPLY_BYTES = 1024 * 1024
 ENVELOPE_SCAN_LIMIT = 32
-PLAIN_HTTP_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "host.docker.internal"})
 
 _STRING_FIELDS = (
     "subject", "predicate", "object", "statement", "quote", "polarity", "tense", "subject_type", "object_type",
 )
 _FENCE = re.compile(r"^\s*```[^\n]*\n(.*?)\n?```\s*$", re.DOTALL)
-
-
-class ExtractorConfigError(ImproperlyConfigured):
-    """The extractor settings cannot be used: a startup error, never a silent fallback to rules."""
 
 
 @dataclass(frozen=True)
@@ -46,29 +40,6 @@ class ModelConfig:
     api_key: str = ""
     timeout: float = 120.0
     allowlist: tuple[str, ...] = ()
-
-
-def _host_port(config_endpoint: str) -> tuple[str, str, int]:
-    """(scheme, host, port) of an endpoint, with the scheme's default port filled in."""
-    parts = urlsplit(config_endpoint)
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise ExtractorConfigError(f"extraction endpoint has an invalid port: {exc}") from exc
-    scheme = parts.scheme.lower()
-    if port is None:
-        port = 443 if scheme == "https" else 80
-    return scheme, (parts.hostname or ""), port
-
-
-def _authority(host: str, port: int) -> str:
-    """host:port as written in the allowlist; an IPv6 literal goes in brackets."""
-    try:
-        if isinstance(ipaddress.ip_address(host), ipaddress.IPv6Address):
-            return f"[{host}]:{port}"
-    except ValueError:
-        pass
-    return f"{host}:{port}"
 
 
 def endpoint_origin(endpoint: str) -> str:

@@ -13,20 +13,21 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from celery import current_app
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
 
-from governance import audit
-from governance.purge import purge_within
-from memory.closed_sets import FIXED_EXTRACTOR_VERSIONS, MODEL_EXTRACTOR_VERSION_RE
-from memory.errors import Conflict, Invalid, NotFound, Unavailable
+from core import audit
+from core.closed_sets import FIXED_EXTRACTOR_VERSIONS, MODEL_EXTRACTOR_VERSION_RE
+from core.errors import Conflict, Invalid, NotFound, Unavailable
+from core.text import normalize
+from memory.entity_purge import purge_within
 
 from . import ids
 from . import vocabulary as vocab
 from .claims import Claim, ClaimRefused, Source, claim_fact_id, write_claim
 from .gates import Admitted, judge
 from .proposals import Message, ProposerError
-from .text import normalize
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,8 @@ RULES_TARGETS = {
 }
 MODEL_TARGET = "model"  # the configured model, whatever its version hash is
 BATCH = 64  # sources read per cursor query
+# Published by name, like formation.kick: the task module imports this one, so this one may not import it.
+SLICE_TASK = "formation.tasks.rebuild_slice"
 CLEAN_UP_BATCH = 32  # orphaned entities purged per transaction (one ledger row each)
 MAX_SOURCE_ATTEMPTS = 3  # proposer failures at one source before the job skips it
 READ_AHEAD = 4  # sources proposed concurrently ahead of the writer
@@ -846,10 +849,8 @@ def slice_task_body(project):
 
 def kick_rebuild(project, *, countdown=None):
     """Publish one slice for `project`; never raises (the sweep resumes a job whose kick was lost)."""
-    from .tasks import rebuild_slice
-
     try:
-        rebuild_slice.apply_async(args=[project], countdown=countdown, retry=False)
+        current_app.send_task(SLICE_TASK, args=[project], countdown=countdown, retry=False)
         return True
     except Exception as exc:  # noqa: BLE001 - the job is durable; the sweep will find it
         logger.warning("rebuild kick not delivered (%s); the sweep will resume the job", type(exc).__name__)

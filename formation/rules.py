@@ -10,8 +10,8 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from core.text import WHITE_SPACE, WS_CLASS, normalize
 from formation.proposals import Message, PredicateSpec, Proposal
-from formation.text import WHITE_SPACE, WS_CLASS, normalize
 
 VERSION = "rules/v1"
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from core.text import WHITE_SPACE
 from formation import rules as v1
 from formation import timewords
 from formation.proposals import Message, PredicateSpec, Proposal
@@ -42,7 +43,6 @@ from formation.rules_v2_words import (
     STARTED_HEADS,
     TITLES,
 )
-from formation.text import WHITE_SPACE
 
 VERSION = "rules/v2"
 

@@ -3,7 +3,7 @@ import logging
 
 from celery import shared_task
 
-from . import compaction, driver
+from . import compaction, driver, rebuild
 from .kick import kick_drain
 
 logger = logging.getLogger(__name__)
@@ -42,8 +42,6 @@ def compaction_pass():
 def rebuild_slice(project):
     """One slice of a project's extractor rebuild; a job with more to do queues its next slice behind the
     drains already waiting, so a rebuild never holds a worker away from new turns for long."""
-    from . import rebuild
-
     result = rebuild.slice_task_body(project)
     if result.state == "more":
         rebuild.kick_rebuild(project)
@@ -54,6 +52,4 @@ def rebuild_slice(project):
 
 @shared_task(name="formation.tasks.rebuild_sweep")
 def rebuild_sweep():
-    from . import rebuild
-
     return rebuild.sweep(rebuild.kick_rebuild)

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from formation.text import WS_CLASS
+from core.text import WS_CLASS
 
 _WS = WS_CLASS + "+"
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",

@@ -7,9 +7,10 @@ from functools import lru_cache
 
 from django.db import connection
 
+from core.text import normalize
+
 from .gates import effective_unresolvable
 from .proposals import PredicateSpec
-from .text import normalize
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,14 @@ from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
 
-from api.jsonbody import canonical_uuid, has_nul, is_blank, utf8_len
-from memory.errors import Conflict, Invalid, NotFound, RateLimited
-from memory.locks import advisory_xact_lock
+from core import audit
+from core.errors import Conflict, Invalid, NotFound, RateLimited
+from core.limits import MAX_SUBJECT_BYTES
+from core.locks import advisory_xact_lock
+from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
 from memory.services import claim_offset, recompute_watermark
 
-from . import audit
-
 MAX_CONTENT_BYTES = 524_288
-MAX_SUBJECT_BYTES = 1024
 MAX_NAME_BYTES = 256
 KINDS = ("state", "file")
 DEFAULT_LIMIT = 20

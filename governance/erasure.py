@@ -9,19 +9,19 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from api.encoding import format_ts
-from api.jsonbody import canonical_uuid, has_nul, is_blank, utf8_len
-from memory.errors import DomainError, Invalid, NotFound
-from memory.retry import DEADLOCK, SERIALIZATION, run_retrying
+from core import audit
+from core.encoding import format_ts
+from core.errors import DomainError, Invalid, NotFound
+from core.limits import MAX_SUBJECT_BYTES
+from core.retry import DEADLOCK, SERIALIZATION, run_retrying
+from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
 from memory.services import recompute_watermark
 
-from . import audit
 from .models import Project
 
 logger = logging.getLogger(__name__)
 
 MAX_SOURCE_IDS = 10_000
-MAX_SUBJECT_BYTES = 1_024
 MAX_REASON_BYTES = 1_024
 # Dependents first: a row is removed before anything it points at (governance.md §1.2 step 5).
 WALK_ORDER = ("feedback", "fact_history", "segment", "agent_artifact", "rejected_claim", "fact", "entity")

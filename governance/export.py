@@ -4,9 +4,9 @@ import json
 
 from django.db import connection, transaction
 
-from memory.errors import DomainError
+from core import audit
+from core.errors import DomainError
 
-from . import audit
 from .erasure import WALK_ORDER, Selection, parse_selector, read_registry, registered_subject, require_project
 
 EXPORT_LIMIT = 50_000

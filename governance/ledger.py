@@ -8,9 +8,8 @@ import logging
 
 from django.db import connection, transaction
 
-from api.encoding import format_ts
-
-from . import audit
+from core import audit
+from core.encoding import format_ts
 
 logger = logging.getLogger(__name__)
 

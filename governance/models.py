@@ -7,10 +7,9 @@ from django.db import models
 from django.db.models import CheckConstraint, Q, UniqueConstraint
 from django.db.models.functions import Now
 
-from memory.closed_sets import choices
-from memory.dbfuncs import char_length, octets_at_most, octets_between, octets_exactly
-
-from .audit import OPERATIONS, OUTCOMES, PRINCIPAL_KINDS
+from core.audit import OPERATIONS, OUTCOMES, PRINCIPAL_KINDS
+from core.closed_sets import choices
+from core.dbfuncs import char_length, octets_at_most, octets_between, octets_exactly
 
 ACCESS_MODES = ("read_only", "read_write")
 ARTIFACT_KINDS = ("state", "file")

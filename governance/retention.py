@@ -7,11 +7,11 @@ import logging
 
 from django.db import connection, transaction
 
-from api.encoding import format_ts
-from memory.retry import run_retrying
+from core import audit
+from core.encoding import format_ts
+from core.retry import run_retrying
 from memory.services import recompute_watermark
 
-from . import audit
 from .erasure import Selection, read_registry, remove_selection
 
 logger = logging.getLogger(__name__)

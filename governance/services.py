@@ -7,9 +7,10 @@ import re
 from django.db import transaction
 from django.utils import timezone
 
-from memory.errors import Conflict, Invalid, NotFound
+from core import audit
+from core.errors import Conflict, Invalid, NotFound
+from governance import tokens
 
-from . import audit, tokens
 from .models import PROJECT_NAME_RE, Credential, Project
 
 

@@ -10,11 +10,10 @@ from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
 
-from api.jsonbody import canonical_uuid, has_nul, is_blank, utf8_len
-from memory.errors import Conflict, Invalid, NotFound
-from memory.locks import advisory_xact_lock
-
-from . import audit
+from core import audit
+from core.errors import Conflict, Invalid, NotFound
+from core.locks import advisory_xact_lock
+from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
 
 MAX_REFERENCE_BYTES = 1024
 MAX_LABEL_BYTES = 256

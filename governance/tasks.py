@@ -3,7 +3,8 @@ import logging
 
 from celery import shared_task
 
-from . import audit, ledger, retention
+from core import audit
+from governance import ledger, retention
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from api.encoding import format_ts
+from core.encoding import format_ts
 
 from .selectors import freshness, read_snapshot
 

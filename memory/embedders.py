@@ -10,7 +10,7 @@ import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from formation.model import PLAIN_HTTP_HOSTS, _authority, _host_port
+from core.endpoints import PLAIN_HTTP_HOSTS, _authority, _host_port
 
 from .models import PASSAGE_INPUT_FORMAT
 

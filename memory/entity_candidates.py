@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
+from core.errors import Unavailable
+
 from . import embedders, passages
-from .errors import Unavailable
 from .passage_schema import INDEXED_DIMENSIONS
 from .passages import EF_SEARCH, vector_literal
 

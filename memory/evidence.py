@@ -2,7 +2,7 @@
 
 SQL cuts a raw byte window around the quote; `legible` turns it into whole words and whole characters.
 """
-from formation.text import WHITE_SPACE
+from core.text import WHITE_SPACE
 
 CONTEXT_WINDOW = 160  # bytes on each side of the quote
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection, transaction
 
-from governance import audit
+from core import audit
+from core.errors import Conflict, NotFound, Unavailable
+from core.locks import advisory_xact_lock
 
 from . import embedders, entity_candidates
-from .errors import Conflict, NotFound, Unavailable
-from .locks import advisory_xact_lock
 from .models import EmbeddingGeneration
 from .passages import vector_literal, vector_storage_ready
 

@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models import CheckConstraint, F, Func, Q, UniqueConstraint, Value
 from django.db.models.functions import Coalesce, Now
 
-from .closed_sets import (
+from core.closed_sets import (
     CARDINALITIES,
     IDENTITY_KINDS,
     OBJECT_KINDS,
@@ -21,7 +21,7 @@ from .closed_sets import (
     SEMANTIC_TYPES,
     choices,
 )
-from .dbfuncs import char_length, extractor_version_ok, octets_at_most, octets_between, octets_exactly
+from core.dbfuncs import char_length, extractor_version_ok, octets_at_most, octets_between, octets_exactly
 
 PROJECT = "governance.Project"
 TERM_NORMALISED = Q(term=Func(Func(F("term"), function="btrim"), function="lower")) & ~Q(term="")

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import psycopg
 from django.db import connection, transaction
 
-from api.encoding import format_float32, format_ts
-from formation.text import WHITE_SPACE, normalize
-from memory.closed_sets import ROLES
+from core.closed_sets import ROLES
+from core.encoding import format_float32, format_ts
+from core.errors import Invalid
+from core.text import WHITE_SPACE, normalize
 
 from . import entity_candidates, passages
-from .errors import Invalid
 from .evidence import CONTEXT_WINDOW, legible
 
 MAX_QUESTION_BYTES = 8192

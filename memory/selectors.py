@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from api.encoding import format_float32, format_range, format_ts
+from core.encoding import format_float32, format_range, format_ts
+from core.errors import Conflict, Invalid, NotFound
 
-from .errors import Conflict, Invalid, NotFound
 from .evidence import CONTEXT_WINDOW, legible
 
 

@@ -11,8 +11,8 @@ from datetime import timedelta
 
 from django.db import DatabaseError, connection, transaction
 
-from .errors import Conflict, RateLimited
-from .locks import advisory_xact_lock
+from core.errors import Conflict, RateLimited
+from core.locks import advisory_xact_lock
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import httpx
 from django.conf import settings
 from django.db import connection, transaction
 
-from api.encoding import format_ts
+from core.encoding import format_ts
 
 from . import destinations, secretbox
 

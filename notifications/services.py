@@ -3,9 +3,9 @@ import uuid
 
 from django.db import connection, transaction
 
-from governance import audit
-from memory.errors import Conflict, Invalid, NotFound
-from memory.locks import advisory_xact_lock
+from core import audit
+from core.errors import Conflict, Invalid, NotFound
+from core.locks import advisory_xact_lock
 
 from . import destinations, secretbox
 

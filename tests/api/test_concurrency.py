@@ -8,8 +8,8 @@ import httpx
 import pytest
 from django.db import connection
 
+from core.errors import RateLimited
 from memory import services
-from memory.errors import RateLimited
 from tests.conftest import make_project
 
 pytestmark = pytest.mark.live

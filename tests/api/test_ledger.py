@@ -9,7 +9,8 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
-from governance import audit, services
+from core import audit
+from governance import services
 from tests.conftest import unique_name
 
 pytestmark = pytest.mark.django_db

@@ -21,9 +21,9 @@ from api import openapi
 from api.apps import check_route_ops, route_views
 from api.base import UnknownRouteView, V1View
 from api.jsonbody import BOOL, INT, STR, ArrayOf, Obj
+from core.audit import OPERATIONS
 from formation.driver import drain
 from formation.rules import RulesProposer
-from governance.audit import OPERATIONS
 from memory import embedders, generations
 from tests.fakeembeddings import fake_embeddings
 

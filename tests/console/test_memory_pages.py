@@ -166,7 +166,7 @@ def test_every_console_page_renders_for_a_superuser(console, committed, live_ser
     page answer 200 (a smoke test: rendering errors surface here)."""
     from django.urls import reverse
 
-    from governance.admin import CONSOLE_PAGES, site
+    from console.site import CONSOLE_PAGES, site
 
     name, token, _ = project
     observe(live_server_url, token, "I live in Dublin. I used to work at Acme.")

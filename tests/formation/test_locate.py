@@ -2,8 +2,8 @@
 
 import pytest
 
+from core.text import WHITE_SPACE, collapse_ws, normalize
 from formation.locate import locate, quote_at
-from formation.text import WHITE_SPACE, collapse_ws, normalize
 
 
 def located(content: str, quote: str) -> str | None:

@@ -4,11 +4,10 @@ kept, junk purged, erasure wins, the lease fences a stale worker, cancel leaves 
 import pytest
 from django.db import connection
 
-from formation import driver, extractor, rebuild
+from core.errors import Conflict, Invalid, NotFound
+from formation import curation, driver, extractor, rebuild
 from governance import erasure
 from governance.selectors import Caller
-from memory import curation
-from memory.errors import Conflict, Invalid, NotFound
 from memory.selectors import freshness
 from tests.conftest import make_project
 from tests.fakemodel import fake_model

@@ -11,9 +11,8 @@ import httpx
 import pytest
 from django.db import connection
 
-from formation import rebuild
+from formation import curation, rebuild
 from governance.selectors import Caller
-from memory import curation
 from tests.conftest import make_project
 from tests.fakemodel import fake_model
 from tests.formation.rebuild_support import (

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 from django.db import connection
 
+from core.closed_sets import FIXED_EXTRACTOR_VERSIONS
 from formation import driver
 from formation.extractor import build_proposer, rules_proposer
 from formation.gates import Admitted, effective_unresolvable, judge
@@ -19,7 +20,6 @@ from formation.rules import RulesProposer
 from formation.rules_v2 import VERSION, RulesV2Proposer
 from governance.erasure import erase
 from memory import services
-from memory.closed_sets import FIXED_EXTRACTOR_VERSIONS
 from memory.vocabulary import PREDICATES, SPEAKER_TERMS, UNRESOLVABLE_TERMS
 
 VOCABULARY = [PredicateSpec(name, st, card, kind, desc, event) for name, st, card, kind, event, desc in PREDICATES]

@@ -332,7 +332,7 @@ def test_unpark_puts_the_turn_back(new_project):
                        " WHERE observation_id = %s", [oid])
     driver.unpark(project=project, observation_id=oid, principal="cli")
     assert rules_drain(project).turns_formed == 1
-    from memory.errors import NotFound
+    from core.errors import NotFound
 
     with pytest.raises(NotFound):
         driver.unpark(project=project, observation_id=oid, principal="cli")

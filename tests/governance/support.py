@@ -184,7 +184,7 @@ def add_segment(project, subject, summary):
 
 
 def add_curated(project, subject, statement):
-    """A curated observation with its one message and its curated_claim (memory.curation's shape)."""
+    """A curated observation with its one message and its curated_claim (formation.curation's shape)."""
     observation_id = str(uuid.uuid4())
     with connection.cursor() as cursor:
         offset = claim_offset(cursor, project)

@@ -6,8 +6,8 @@ from contextlib import contextmanager
 import pytest
 from django.db import connection, transaction
 
+from core.errors import Invalid
 from governance.erasure import erase
-from memory.errors import Invalid
 from tests.conftest import unique_name
 from tests.governance.support import (
     PROJECT_COUNTS,

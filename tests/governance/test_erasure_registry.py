@@ -3,9 +3,9 @@ it): a kind pointed at a table whose DELETE does nothing leaves a residual and a
 import pytest
 from django.db import connection
 
+from core.errors import DomainError
 from governance import services
 from governance.erasure import erase
-from memory.errors import DomainError
 from tests.conftest import unique_name
 from tests.governance.support import add_segment, form, one, project_counts, say, word
 

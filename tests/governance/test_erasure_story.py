@@ -10,10 +10,10 @@ import pytest
 from django.conf import settings
 from django.db import connection, connections
 
+from core.errors import Conflict
 from governance.erasure import erase
 from memory import generations, services
 from memory.embedders import EndpointConfig, EndpointEmbedder
-from memory.errors import Conflict
 from memory.models import EmbeddingGeneration
 from tests.fakeembeddings import fake_embeddings
 from tests.governance.support import (

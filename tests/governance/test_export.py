@@ -4,8 +4,8 @@ import uuid
 import pytest
 from django.db import connection
 
+from core.errors import DomainError, Invalid
 from governance.export import EXPORT_LIMIT, export, refusal_summary
-from memory.errors import DomainError, Invalid
 from tests.governance.support import (
     add_artifact,
     add_curated,

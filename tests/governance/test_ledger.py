@@ -8,7 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from governance import audit, ledger
+from core import audit
+from governance import ledger
 from tests.governance.support import one, rows
 
 
@@ -122,7 +123,7 @@ def test_verification_stops_at_the_first_broken_seal(sealed):
 
 
 def test_memoir_audit_verify_exits_1_when_the_chain_is_broken(owner_db):
-    from governance import audit
+    from core import audit
 
     audit.record("project.list", "cli", "operator", "", 0)
     sealed = json.loads(_run("memoir_audit", "seal"))

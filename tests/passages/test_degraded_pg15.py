@@ -34,7 +34,7 @@ out["candidates"] = post("/v1/entities/candidates", {"question": "Who teaches th
 from governance.erasure import erase
 out["erase"] = [200, erase(project="degraded", data_subject_id="ann", principal="cli", principal_kind="operator")]
 from memory import generations
-from memory.errors import Unavailable
+from core.errors import Unavailable
 try:
     generations.start(project="degraded", principal="cli", principal_kind="operator")
     out["start"] = "started"

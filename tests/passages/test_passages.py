@@ -5,9 +5,9 @@ import math
 import pytest
 from django.db import connection
 
+from core.errors import Conflict
 from memory import embedders, generations, passages
 from memory.embedders import EmbedderError, checked
-from memory.errors import Conflict
 from tests.fakeembeddings import bag_vector
 from tests.passages.conftest import endpoint_for
 from tests.recall.conftest import observe_turn, post, recall_ok, write_fact

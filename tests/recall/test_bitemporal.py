@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
-from api.encoding import format_ts
+from core.encoding import format_ts
 from tests.recall.conftest import recall_ok, write_fact
 
 T2020 = datetime(2020, 1, 1, tzinfo=UTC)

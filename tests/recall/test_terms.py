@@ -1,7 +1,7 @@
 """Question terms (recall.md §2): the split, the trim, normalisation and the 1..4-token windows."""
 import pytest
 
-from memory.errors import Invalid
+from core.errors import Invalid
 from memory.recall import check_question, terms
 
 

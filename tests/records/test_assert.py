@@ -5,8 +5,8 @@ import uuid
 import pytest
 from django.db import connection, transaction
 
+from core.errors import RateLimited
 from memory import services
-from memory.errors import RateLimited
 
 from .conftest import fact, ledger, one, rows
 

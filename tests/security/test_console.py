@@ -7,7 +7,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from governance.admin import site
+from console.site import site
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
 
+from console.site import site
 from governance import services
-from governance.admin import site
 from tests.conftest import unique_name
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
-from governance import audit, ledger
+from core import audit
+from governance import ledger
 from governance.roles import APPEND_ONLY
 
 

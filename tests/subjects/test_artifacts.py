@@ -7,8 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from core.errors import Invalid, NotFound
 from governance import artifacts, services
-from memory.errors import Invalid, NotFound
 
 from .conftest import V1, b64, insert_expired_artifact, ledger, new_id, scalar
 

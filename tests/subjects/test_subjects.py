@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
+from core.errors import NotFound
 from governance import services, subjects
-from memory.errors import NotFound
 
 from .conftest import V1, ledger, new_id, scalar
 

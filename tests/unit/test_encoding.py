@@ -1,4 +1,4 @@
-"""Unit tests for api.encoding (api.md §4) and the api.errors response writers.
+"""Unit tests for core.encoding (api.md §4) and the api.errors response writers.
 
 Pure Python, no database. The response tests need only django.http, which builds these
 responses without settings; they skip cleanly if that ever changes.
@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from psycopg.types.range import Range
 
-from api.encoding import format_float32, format_range, format_ts
 from api.errors import DEFAULT_MESSAGES, ApiError
+from core.encoding import format_float32, format_range, format_ts
 
 # --- timestamps ------------------------------------------------------------------------------
 

@@ -16,17 +16,14 @@ from api.jsonbody import (
     STR,
     TIMESTAMP,
     UUID_STR,
-    WHITE_SPACE,
     ArrayOf,
     Obj,
-    canonical_uuid,
     check_shape,
     decode_body,
-    has_nul,
-    is_blank,
     parse_timestamp,
-    utf8_len,
 )
+from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
+from core.text import WHITE_SPACE
 
 
 def assert_invalid_body(raw: bytes) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.conf import settings
 
 from api import openapi
-from governance.management.base import OperatorCommand, OperatorError
+from core.commands import OperatorCommand, OperatorError
 
 CHECKED_IN = Path(settings.BASE_DIR) / "docs" / "openapi.json"
 

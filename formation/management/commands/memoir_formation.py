@@ -2,10 +2,10 @@
 shell."""
 from django.db import connection
 
+from core import audit
+from core.commands import OperatorCommand, OperatorError, parse_uuid, require_project
 from formation import driver, rebuild
 from formation.kick import kick_drain
-from governance import audit
-from governance.management.base import OperatorCommand, OperatorError, parse_uuid, require_project
 
 
 class Command(OperatorCommand):

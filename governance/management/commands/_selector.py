@@ -1,9 +1,9 @@
 """Shared argument handling for the erasure, export and listing commands (not a command itself)."""
 import sys
 
-from governance import audit
-from governance.management.base import OperatorError, unknown_project
-from governance.management.base import require_project as project_exists
+from core import audit
+from core.commands import OperatorError, unknown_project
+from core.commands import require_project as project_exists
 
 
 def add_selector_arguments(parser):

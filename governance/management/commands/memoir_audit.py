@@ -3,8 +3,9 @@ print the head digest to keep outside the database."""
 import json
 import re
 
-from governance import audit, ledger
-from governance.management.base import OperatorCommand, OperatorError
+from core import audit
+from core.commands import OperatorCommand, OperatorError
+from governance import ledger
 
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 

@@ -5,8 +5,9 @@ import secrets
 
 from django.contrib.auth import get_user_model
 
-from governance import audit, services
-from governance.management.base import OperatorCommand
+from core import audit
+from core.commands import OperatorCommand
+from governance import services
 from governance.models import Credential, Project
 
 

@@ -1,6 +1,7 @@
 """`memoir_credential issue|list|revoke`: project tokens from the shell. A token is printed once."""
-from governance import audit, selectors, services
-from governance.management.base import OperatorCommand, parse_uuid, require_project
+from core import audit
+from core.commands import OperatorCommand, parse_uuid, require_project
+from governance import selectors, services
 
 
 class Command(OperatorCommand):

@@ -1,9 +1,10 @@
 """`memoir_erase --project P (--subject S | --sources FILE)`: erase a data subject or sources and print the receipt."""
 import json
 
-from governance import audit, erasure
-from governance.management.base import OperatorCommand, OperatorError, parse_uuid
-from memory.errors import DomainError
+from core import audit
+from core.commands import OperatorCommand, OperatorError, parse_uuid
+from core.errors import DomainError
+from governance import erasure
 
 from ._selector import add_selector_arguments, read_sources, refuse, require_project
 

@@ -1,6 +1,7 @@
 """`memoir_erasures list --project P [--limit N]`: the project's erasure receipts, newest first."""
-from governance import audit, erasure
-from governance.management.base import OperatorCommand
+from core import audit
+from core.commands import OperatorCommand
+from governance import erasure
 
 from ._selector import parse_limit, require_project
 

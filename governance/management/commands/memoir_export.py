@@ -1,9 +1,10 @@
 """`memoir_export --project P (--subject S | --sources FILE)`: print a subject access export as JSON."""
 import json
 
-from governance import audit, export
-from governance.management.base import OperatorCommand, parse_uuid
-from memory.errors import DomainError
+from core import audit
+from core.commands import OperatorCommand, parse_uuid
+from core.errors import DomainError
+from governance import export
 
 from ._selector import add_selector_arguments, read_sources, refuse, require_project
 

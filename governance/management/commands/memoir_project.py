@@ -1,6 +1,7 @@
 """`memoir_project create|list|suspend|resume|retention`: project administration from the shell."""
-from governance import audit, selectors, services
-from governance.management.base import OperatorCommand, OperatorError, require_project
+from core import audit
+from core.commands import OperatorCommand, OperatorError, require_project
+from governance import selectors, services
 
 
 class Command(OperatorCommand):

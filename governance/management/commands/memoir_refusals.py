@@ -1,6 +1,7 @@
 """`memoir_refusals summary --project P [--limit N]`: refusal counts by reason and predicate, largest first."""
-from governance import audit, export
-from governance.management.base import OperatorCommand
+from core import audit
+from core.commands import OperatorCommand
+from governance import export
 
 from ._selector import parse_limit, require_project
 

@@ -1,8 +1,8 @@
 """`memoir_retention sweep [--project P]`: run one retention pass now (its ledger rows are the system's)."""
 import json
 
+from core.commands import OperatorCommand, require_project
 from governance import retention
-from governance.management.base import OperatorCommand, require_project
 
 
 class Command(OperatorCommand):

@@ -1,6 +1,7 @@
 """`memoir_storage limits --project P [...]`: show or set a project's artifact storage policy."""
-from governance import artifacts, audit
-from governance.management.base import OperatorCommand, require_project
+from core import audit
+from core.commands import OperatorCommand, require_project
+from governance import artifacts
 
 FLAGS = {
     "max_object_bytes": "largest artifact in bytes (1..524288)",

@@ -1,6 +1,6 @@
 """`memoir_version`: print the running Memoir version (the one the console and /v1/schema show)."""
-from config import __version__
-from governance.management.base import OperatorCommand
+from core.commands import OperatorCommand
+from core.version import __version__
 
 
 class Command(OperatorCommand):

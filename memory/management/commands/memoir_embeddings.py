@@ -2,9 +2,9 @@
 shell; each verb calls memory/generations.py (or the passage search) and writes its `embedding.*` ledger row."""
 from django.core.management.base import BaseCommand, CommandError
 
-from governance import audit
+from core import audit
+from core.errors import DomainError
 from memory import generations, passages
-from memory.errors import DomainError
 from memory.generation_selectors import generation_rows
 
 OPERATOR = {"principal": audit.CLI_PRINCIPAL, "principal_kind": "operator"}

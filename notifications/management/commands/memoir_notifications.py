@@ -4,8 +4,8 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from api.encoding import format_ts
-from governance import audit
+from core import audit
+from core.encoding import format_ts
 from notifications import delivery, selectors, services
 
 

@@ -15,12 +15,17 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 
-from memory.errors import DomainError
-from memory.locks import advisory_xact_lock
-
-from . import console_selectors, services
-from .admin import OPERATOR, ledger_read, principal_of, require, site
-from .models import ACCESS_MODES, Project
+from console import selectors as console_selectors
+from console.access import OPERATOR, ledger_read, principal_of, require
+from console.site import site
+from core.errors import DomainError
+from core.locks import advisory_xact_lock
+from governance import services
+from governance.erasure import erase
+from governance.export import export
+from governance.export import refusal_summary as summarise
+from governance.ledger import seal, verify
+from governance.models import ACCESS_MODES, Project
 
 ISSUE_NONCES = "memoir_issue_nonces"
 MAX_PENDING_NONCES = 20
@@ -176,8 +181,6 @@ def new_erasure(request):
     require(request, "governance.run_erasure")
     form = ErasureForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        from governance.erasure import erase
-
         data = form.cleaned_data
         try:
             receipt = erase(project=data["project"].name, data_subject_id=data["subject"],
@@ -198,8 +201,6 @@ def export_subject(request):
     require(request, "governance.run_export")
     form = SelectorForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        from governance.export import export
-
         data = form.cleaned_data
         try:
             document = export(project=data["project"].name, data_subject_id=data["subject"],
@@ -232,8 +233,6 @@ def refusal_summary(request):
     form = RefusalSummaryForm(request.GET if "project" in request.GET else None)
     rows = None
     if form.is_bound and form.is_valid():
-        from governance.export import refusal_summary as summarise
-
         project = form.cleaned_data["project"].name
         rows = summarise(project=project, limit=form.cleaned_data.get("limit") or 100)
         base = reverse("admin:memory_rejectedclaim_changelist")
@@ -270,8 +269,6 @@ def seal_now(request):
     require(request, "governance.seal_audit")
     sealed = None
     if request.method == "POST":
-        from governance.ledger import seal
-
         result = seal(principal=principal_of(request), principal_kind=OPERATOR)
         sealed = {"result": None if result is None else {k: _display(v) for k, v in result.items()}}
     return render(request, "admin/memoir/seal_now.html", "Seal now", sealed=sealed)
@@ -279,7 +276,5 @@ def seal_now(request):
 
 def verify_chain(request):
     require(request, "governance.verify_audit")
-    from governance.ledger import verify
-
     result = {k: _display(v) for k, v in verify(principal=principal_of(request), principal_kind=OPERATOR).items()}
     return render(request, "admin/memoir/verify_chain.html", "Verify chain", result=result)

@@ -5,7 +5,9 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from . import console_selectors
+from console import selectors as console_selectors
+from governance.models import AgentArtifact, DataSubject, ErasureRequest
+from memory.models import Fact, RejectedClaim, TurnMessage
 
 LIST_LIMIT = 50
 
@@ -20,8 +22,6 @@ class ResolvedSubject:
 
 def resolve(*, project, term):
     """A registered subject matched by id or external reference, else the term itself as a free-text id."""
-    from .models import DataSubject
-
     term = term.strip()
     if not term:
         return None
@@ -50,8 +50,6 @@ def message_count(*, project, subject):
 
 
 def messages(*, project, subject, limit=LIST_LIMIT):
-    from memory.models import TurnMessage
-
     return list(TurnMessage.objects.filter(observation__project=project, observation__data_subject_id=subject)
                 .select_related("observation").order_by("-observation__log_offset", "ordinal")[:limit])
 
@@ -59,8 +57,6 @@ def messages(*, project, subject, limit=LIST_LIMIT):
 def facts(*, project, subject, limit=LIST_LIMIT, with_evidence=False):
     """The subject's facts, newest first, each with its status and (optionally) its evidence split around the
     quote as on the fact page."""
-    from memory.models import Fact
-
     rows = Fact.objects.filter(project=project, data_subject_id=subject).select_related(
         "subject_entity", "object_entity")
     total = rows.count()
@@ -72,23 +68,17 @@ def facts(*, project, subject, limit=LIST_LIMIT, with_evidence=False):
 
 
 def refusals(*, project, subject, limit=LIST_LIMIT):
-    from memory.models import RejectedClaim
-
     rows = RejectedClaim.objects.filter(project=project, data_subject_id=subject)
     return rows.count(), list(rows.order_by("-recorded_at")[:limit])
 
 
 def artifacts(*, project, subject, limit=LIST_LIMIT):
-    from .models import AgentArtifact
-
     rows = AgentArtifact.objects.filter(project=project, data_subject_id=subject).defer("content")
     return rows.count(), list(rows.order_by("-updated_at")[:limit])
 
 
 def erasures(*, project, subject, limit=LIST_LIMIT):
     """Erasure receipts whose selector named this subject (the receipts keep their selector)."""
-    from .models import ErasureRequest
-
     rows = ErasureRequest.objects.filter(project=project, selector__data_subject_id=subject)
     listed = list(rows.order_by("-requested_at")[:limit])
     for receipt in listed:

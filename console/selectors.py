@@ -8,6 +8,11 @@ from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Subque
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from formation.driver import current_proposer
+from governance.models import FormationHeartbeat, Project
+from memory.evidence import legible
+from memory.models import IngestionBudget, Observation, RecordRetraction, Watermark
+
 HEARTBEAT_STALE_SECONDS = 330
 CONTEXT_WINDOW = 160
 ACTIVITY_WINDOWS = {1: "last hour", 24: "last 24 hours", 168: "last 7 days", 720: "last 30 days"}
@@ -22,8 +27,6 @@ def _count(queryset):
 
 def with_formation_figures(projects):
     """Annotate projects with stored, formed, parked, backlog and the oldest unformed turn's ingest time."""
-    from memory.models import Observation, Watermark
-
     watermark = Watermark.objects.filter(project=OuterRef("pk"))
     backlog = Observation.objects.filter(project=OuterRef("pk"), kind="turn", formed_at__isnull=True,
                                          parked_at__isnull=True)
@@ -67,9 +70,6 @@ class Heartbeat:
 
 def formation_health():
     """Per-project rows plus the instance-wide backlog budget, heartbeat and extractor (console.md §3.3)."""
-    from governance.models import FormationHeartbeat, Project
-    from memory.models import IngestionBudget
-
     now = timezone.now()
     rows = []
     for p in with_formation_figures(Project.objects.order_by("name")):
@@ -95,8 +95,6 @@ def formation_health():
 
 def extractor_in_use():
     """The running proposer's version, or why it cannot be built (never the configuration's values)."""
-    from formation.driver import current_proposer
-
     try:
         return current_proposer().version
     except Exception as exc:  # a misconfigured extractor must not take the health page down with it
@@ -114,8 +112,6 @@ def ledger_activity(*, hours):
 
 def with_fact_status(facts):
     """Annotate facts with `status` as api.md §7.3 computes it: retraction, then known, then valid."""
-    from memory.models import RecordRetraction
-
     retracted = RecordRetraction.objects.filter(project=OuterRef("project"), target_fact_id=OuterRef("fact_id"))
     return facts.annotate(
         status=Case(
@@ -127,8 +123,6 @@ def with_fact_status(facts):
 
 
 def filter_fact_status(facts, status):
-    from memory.models import RecordRetraction
-
     retracted = Exists(RecordRetraction.objects.filter(project=OuterRef("project"),
                                                        target_fact_id=OuterRef("fact_id")))
     if status == "retracted":
@@ -174,10 +168,6 @@ def evidence_view(fact):
 
 
 def _split_context(message, start, end):
-    try:
-        from memory.evidence import legible
-    except ImportError:  # the shared context rules are not installed yet: show the quote alone
-        return {}
     lo = max(0, start - CONTEXT_WINDOW)
     hi = min(len(message), end + CONTEXT_WINDOW)
     context, context_start, complete = legible(message[lo:hi], lo, start, end, len(message))

@@ -8,10 +8,10 @@ from datetime import date, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from memory.closed_sets import REFUSAL_REASONS
+from console import selectors as console_selectors
+from core.closed_sets import REFUSAL_REASONS
+from governance.models import Project
 from memory.passages import vector_storage_ready
-
-from . import console_selectors
 
 CHART_DAYS = 14
 
@@ -24,8 +24,6 @@ def _rows(sql, params=()):
 
 def formation_by_project(*, project=None):
     """[{name, label, stored, formed, parked, backlog, lag_seconds, suspended}] by project name."""
-    from .models import Project
-
     projects = Project.objects.order_by("name")
     if project:
         projects = projects.filter(name=project)

@@ -4,10 +4,10 @@ from django import forms
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
-from . import subject_selectors
-from .admin import SUBJECT_PAGE_PERMS, can_view_content, ledger_read, may_open
-from .console_views import render
-from .models import Project
+from console import subject_selectors
+from console.access import SUBJECT_PAGE_PERMS, can_view_content, ledger_read, may_open
+from console.views import render
+from governance.models import Project
 
 
 class SubjectLookupForm(forms.Form):

@@ -7,20 +7,15 @@ from django.db.models import F, Func
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from governance import console_selectors
-from governance.admin import (
-    OPERATOR,
-    ExactSearchAdmin,
-    NoWritesMixin,
-    ViewOnlyAdmin,
-    can_view_content,
-    exact_uuid,
-    principal_of,
-    site,
-)
-
-from .errors import NotFound
-from .models import (
+from console import selectors as console_selectors
+from console.access import OPERATOR, can_view_content, principal_of
+from console.site import ExactSearchAdmin, NoWritesMixin, ViewOnlyAdmin, exact_uuid, site
+from core.errors import NotFound
+from core.text import normalize
+from formation import driver
+from formation.kick import kick_drain
+from memory.generation_selectors import generation_rows
+from memory.models import (
     CuratedClaim,
     EmbeddingGeneration,
     Entity,
@@ -230,15 +225,12 @@ class ParkedTurnAdmin(ObservationSearchAdmin):
 
     @admin.action(description="Unpark selected turns", permissions=["unpark"])
     def unpark(self, request, queryset):
-        from formation.driver import unpark
-        from formation.kick import kick_drain
-
         selected = set(request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME))
         done = 0
         for turn in queryset:
             selected.discard(str(turn.pk))
             try:
-                unpark(project=turn.project_id, observation_id=turn.observation_id,
+                driver.unpark(project=turn.project_id, observation_id=turn.observation_id,
                        principal=principal_of(request), principal_kind=OPERATOR, kick=kick_drain)
                 done += 1
             except NotFound:
@@ -490,8 +482,6 @@ class EntityAdmin(ContentGatedAdmin):
     readonly_fields = fields
 
     def get_search_results(self, request, queryset, search_term):
-        from formation.text import normalize
-
         if not search_term.strip():
             return queryset, False
         return queryset.filter(normalized_name=normalize(search_term)), False
@@ -667,8 +657,6 @@ class EmbeddingGenerationAdmin(ViewOnlyAdmin):
         cache = getattr(self, "_coverage_cache", {})
         key = str(obj.generation_id)
         if key not in cache:
-            from .generation_selectors import generation_rows
-
             for row in generation_rows(project=obj.project_id):
                 cache[row["generation_id"]] = row
             self._coverage_cache = cache

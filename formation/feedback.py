@@ -5,10 +5,9 @@ import uuid
 
 from django.db import connection, transaction
 
-from governance import audit
-
-from . import curation
-from .errors import Conflict, NotFound
+from core import audit
+from core.errors import Conflict, NotFound
+from formation import curation
 
 DEFAULT_PAGE = 20
 

@@ -5,11 +5,10 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from memory.closed_sets import REFUSAL_REASONS
-
-from . import dashboard_selectors as ds
-from . import svg_charts
-from .models import Project
+from console import dashboard_selectors as ds
+from console import svg_charts
+from core.closed_sets import REFUSAL_REASONS
+from governance.models import Project
 
 ACTIVITY_OPS = ("observe", "recall", "erase", "export")
 TABLE_ROWS = 25

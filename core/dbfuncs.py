@@ -2,6 +2,8 @@
 from django.db.models import F, Func, IntegerField, Q
 from django.db.models.lookups import Exact, GreaterThanOrEqual, LessThanOrEqual
 
+from core.closed_sets import FIXED_EXTRACTOR_VERSIONS, MODEL_EXTRACTOR_VERSION_RE
+
 
 def octet_length(field):
     return Func(F(field), function="octet_length", output_field=IntegerField())
@@ -25,6 +27,4 @@ def octets_between(field, low, high):
 
 def extractor_version_ok(field):
     """The extractor_version CHECK shared by observations, evidence and refusals."""
-    from .closed_sets import FIXED_EXTRACTOR_VERSIONS, MODEL_EXTRACTOR_VERSION_RE
-
     return Q(**{f"{field}__in": FIXED_EXTRACTOR_VERSIONS}) | Q(**{f"{field}__regex": MODEL_EXTRACTOR_VERSION_RE})

@@ -3,10 +3,10 @@ parked delivery back in the queue (same delivery id). No other writes; the secre
 from django.contrib import admin, messages
 from django.db.models import F
 
-from governance.admin import LedgeredAdmin, NoWritesMixin, principal_of, site
-
-from . import services
-from .models import NotificationDelivery, NotificationEndpoint
+from console.access import principal_of
+from console.site import LedgeredAdmin, NoWritesMixin, site
+from notifications import services
+from notifications.models import NotificationDelivery, NotificationEndpoint
 
 
 @admin.register(NotificationEndpoint, site=site)

@@ -12,16 +12,15 @@ from datetime import UTC
 
 from django.db import connection, transaction
 
+from core import audit
+from core.errors import Conflict, DomainError, Invalid, NotFound
+from core.locks import advisory_xact_lock
+from core.text import normalize
 from formation import ids
 from formation import vocabulary as vocab
 from formation.claims import Claim, ClaimRefused, Source, SourceGone, write_claim
 from formation.gates import DEFAULT_SUBJECT_TYPE
-from formation.text import normalize
-from governance import audit
-
-from .errors import Conflict, DomainError, Invalid, NotFound
-from .locks import advisory_xact_lock
-from .services import claim_offset, key_digest, recompute_watermark
+from memory.services import claim_offset, key_digest, recompute_watermark
 
 MAX_BATCH = 20
 MAX_EVIDENCE_SOURCES = 128

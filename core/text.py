@@ -1,4 +1,5 @@
-"""Whitespace and name normalisation shared by the quote locator, the gates and entity identity.
+"""White space and name normalisation shared by the quote locator, the gates, entity identity, recall and
+the request string checks (core.strings): the ONE definition of the Unicode White_Space set.
 
 "Whitespace" is the Unicode White_Space property (formation.md §5), never ``str.isspace()``.
 """

@@ -3,11 +3,11 @@ action calls formation.rebuild and the page reads its job rows."""
 from django import forms
 from django.template.response import TemplateResponse
 
-from governance.admin import OPERATOR, ledger_read, principal_of, require, site
+from console.access import OPERATOR, ledger_read, principal_of, require
+from console.site import site
+from core.errors import DomainError
+from formation import rebuild
 from governance.models import Project
-from memory.errors import DomainError
-
-from . import rebuild
 
 PERMISSION = "memory.run_rebuild"
 
