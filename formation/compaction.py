@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import httpx
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
+from core.locks import session_unlock, try_session_lock
 from core.text import WHITE_SPACE, WS_CLASS
 
 from .model import MAX_REPLY_BYTES, new_fence, validate_config
@@ -420,10 +421,9 @@ def run_pass(*, summariser=None):
 
 def _try_lock(project):
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended('memoir:compaction:' || %s, 0))", [project])
-        return cursor.fetchone()[0]
+        return try_session_lock(cursor, "compaction", project)
 
 
 def _unlock(project):
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(hashtextextended('memoir:compaction:' || %s, 0))", [project])
+        session_unlock(cursor, "compaction", project)

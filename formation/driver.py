@@ -11,6 +11,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 
 from core import audit
 from core.errors import NotFound
+from core.locks import session_unlock, try_session_lock
 from core.retry import sqlstate
 from memory.services import recompute_watermark
 
@@ -208,7 +209,7 @@ def unpark(*, project, observation_id, principal, principal_kind="operator", kic
             transaction.on_commit(lambda: kick(project), robust=True)
 
 
-def _formation_commits(*, durable):
+def formation_commits(*, durable):
     """Formation's commits need not wait for the WAL flush: everything it writes is derived from stored turns
     with derived ids, and a crash can only lose the newest commits in order (a turn whose facts were lost also
     loses its later formed mark), so the turn is simply formed again. Observe never does this."""
@@ -216,15 +217,15 @@ def _formation_commits(*, durable):
         cursor.execute("RESET synchronous_commit" if durable else "SET synchronous_commit = off")
 
 
-def _try_lock(project):
+def try_drain_lock(project):
+    """The per-project session lock of a drain; the extractor rebuild takes it too, so no drain forms meanwhile."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended('memoir:formation:' || %s, 0))", [project])
-        return cursor.fetchone()[0]
+        return try_session_lock(cursor, "formation", project)
 
 
-def _unlock(project):
+def drain_unlock(project):
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(hashtextextended('memoir:formation:' || %s, 0))", [project])
+        session_unlock(cursor, "formation", project)
 
 
 def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
@@ -232,7 +233,7 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
     stats = DrainStats()
     run_budget = settings.MEMOIR_FORMATION_RUN_BUDGET if run_budget is None else run_budget
     turn_budget = settings.MEMOIR_FORMATION_TURN_BUDGET if turn_budget is None else turn_budget
-    if not _try_lock(project):
+    if not try_drain_lock(project):
         stats.locked_out = True
         return stats
     if proposer is None:
@@ -240,7 +241,7 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
         from .rebuild import project_proposer
 
         proposer = project_proposer(project, current_proposer())
-    _formation_commits(durable=False)
+    formation_commits(durable=False)
     started = time.monotonic()
     failed = set()
     try:
@@ -274,8 +275,8 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
             if not _form_one(project, observation_id, proposer, time.monotonic() + turn_budget, stats, messages):
                 failed.add(observation_id)
     finally:
-        _formation_commits(durable=True)
-        _unlock(project)
+        formation_commits(durable=True)
+        drain_unlock(project)
         if stats.turns_formed:
             _heartbeat("last_progress_at")
     return stats

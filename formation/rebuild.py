@@ -26,6 +26,7 @@ from memory.entity_purge import purge_within
 from . import ids
 from . import vocabulary as vocab
 from .claims import Claim, ClaimRefused, Source, claim_fact_id, write_claim
+from .driver import drain_unlock, formation_commits, try_drain_lock
 from .gates import Admitted, judge
 from .proposals import Message, ProposerError
 
@@ -588,23 +589,6 @@ def _note_failure(job_id, owner, lease_seconds, offset, skip):
                            [job_id])
 
 
-def _commits(*, durable):
-    with connection.cursor() as cursor:
-        cursor.execute("RESET synchronous_commit" if durable else "SET synchronous_commit = off")
-
-
-def _try_drain_lock(project):
-    """The formation driver's per-project session lock (driver._try_lock): held, no drain forms a turn."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended('memoir:formation:' || %s, 0))", [project])
-        return cursor.fetchone()[0]
-
-
-def _drain_unlock(project):
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(hashtextextended('memoir:formation:' || %s, 0))", [project])
-
-
 def run_slice(project, *, budget=None, lease_seconds=None):
     """Work on the project's running job for about `budget` seconds under a fresh lease. Returns SliceResult."""
     budget = settings.MEMOIR_REBUILD_SLICE if budget is None else budget
@@ -627,9 +611,9 @@ def run_slice(project, *, budget=None, lease_seconds=None):
     started = time.monotonic()
     result = SliceResult("more")
     cursor_at = -1 if done_through is None else done_through
-    # Like formation's own commits (driver._formation_commits): a crash loses only the newest source
+    # Like formation's own commits (driver.formation_commits): a crash loses only the newest source
     # transactions, in order, each with its cursor move, so the job simply redoes them.
-    _commits(durable=False)
+    formation_commits(durable=False)
     try:
         while True:  # at least one source per slice, however small the budget
             with connection.cursor() as cursor:
@@ -650,7 +634,7 @@ def run_slice(project, *, budget=None, lease_seconds=None):
         result.state = "lost"
         return result
     finally:
-        _commits(durable=True)
+        formation_commits(durable=True)
         if result.state in ("more", "waiting"):
             try:
                 _release_lease(job_id, owner)
@@ -738,7 +722,7 @@ def _flush(job_id, owner, lease_seconds, passed_to, skipped):
 def _finish(project, job_id, owner, target, through, clean_up, proposer, v, lease_seconds, result):
     """The range is done. With the driver's lock held (so no drain forms a turn meanwhile), re-form any turn a
     drain that began before the job formed under the old extractor, clean up, and complete the job."""
-    if not _try_drain_lock(project):
+    if not try_drain_lock(project):
         return "waiting"
     try:
         with connection.cursor() as cursor:
@@ -773,7 +757,7 @@ def _finish(project, job_id, owner, target, through, clean_up, proposer, v, leas
             audit.record("formation.rebuild", audit.SYSTEM_PRINCIPAL, "system", project, 0)
         return "completed"
     finally:
-        _drain_unlock(project)
+        drain_unlock(project)
 
 
 # ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from django.db import connection, transaction
 
 from core import audit
 from core.errors import Conflict, NotFound, Unavailable
-from core.locks import advisory_xact_lock
+from core.locks import advisory_xact_lock, session_unlock, try_session_lock
 
 from . import embedders, entity_candidates
 from .models import EmbeddingGeneration
@@ -341,15 +341,6 @@ def _drop_outdated_entities(cursor, project, generation, chunk=500):
 # The follower
 
 
-def _try_lock(cursor, project):
-    cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [f"memoir:embedding-follow:{project}"])
-    return cursor.fetchone()[0]
-
-
-def _unlock(cursor, project):
-    cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [f"memoir:embedding-follow:{project}"])
-
-
 def follow(project, *, budget=None):
     """Bring the project's live generations up to date (one follower per project at a time). A project that
     never had a generation gets one started, to activate itself when built (MEMOIR_EMBEDDING_AUTOSTART).
@@ -365,7 +356,7 @@ def follow(project, *, budget=None):
         return 0
     deadline = time.monotonic() + (budget if budget is not None else settings.MEMOIR_EMBEDDING_FOLLOW_BUDGET)
     with connection.cursor() as cursor:
-        if not _try_lock(cursor, project):
+        if not try_session_lock(cursor, "embedding-follow", project):
             return None
     stored = 0
     try:
@@ -406,7 +397,7 @@ def follow(project, *, budget=None):
                 entities_done = not entity_page.remaining or entity_page.embedded == 0
     finally:
         with connection.cursor() as cursor:
-            _unlock(cursor, project)
+            session_unlock(cursor, "embedding-follow", project)
     return stored
 
 
