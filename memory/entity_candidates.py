@@ -10,7 +10,7 @@ from core.errors import Unavailable
 
 from . import embedders, passages
 from .passage_schema import INDEXED_DIMENSIONS
-from .passages import EF_SEARCH, vector_literal
+from .passages import vector_literal
 
 EVIDENCE_MAX_BYTES = 2000
 SEPARATOR = " | "
@@ -25,6 +25,9 @@ class Evidence:
     sources: tuple  # observation ids (text) whose words are in `text`
     evidence_seen: int  # the newest fact_evidence id read (0: none)
     names_seen: int  # the newest entity_name_receipt id read (0: none)
+    identity_kind: str
+    entity_type: str
+    name: str  # the canonical name
 
 
 @dataclass
@@ -46,9 +49,7 @@ class CandidateResult:
 
 
 def entity_storage_ready():
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass('public.entity_vector') IS NOT NULL")
-        return bool(cursor.fetchone()[0])
+    return passages.table_ready("entity_vector")
 
 
 def _clip(text, limit):
@@ -83,7 +84,8 @@ _NAMES = (
     "SELECT e.entity_id::text, e.canonical_name, e.aliases,"
     " ARRAY(SELECT DISTINCT r.source_observation_id::text FROM entity_name_receipt r WHERE r.entity_id = e.entity_id"
     "  AND r.scope = e.scope),"
-    " coalesce((SELECT max(r.id) FROM entity_name_receipt r WHERE r.entity_id = e.entity_id AND r.scope = e.scope), 0)"
+    " coalesce((SELECT max(r.id) FROM entity_name_receipt r WHERE r.entity_id = e.entity_id AND r.scope = e.scope), 0),"
+    " e.identity_kind, e.entity_type"
     " FROM entity e WHERE e.scope = %s AND e.entity_id = ANY(%s::uuid[])"
 )
 # Quotes of the facts about or pointing at the entity that are believed now (a closed or retracted fact's words
@@ -113,24 +115,19 @@ def evidence_of(cursor, project, entity_ids):
         quotes.setdefault(entity_id, []).append((quote, source))
         seen[entity_id] = max(seen.get(entity_id, 0), evidence_id)
     out = {}
-    for entity_id, (canonical, aliases, name_sources, names_seen) in names.items():
+    for entity_id, (canonical, aliases, name_sources, names_seen, kind, entity_type) in names.items():
         text, sources = compose(canonical, aliases or [], quotes.get(entity_id, []))
         sources |= set(name_sources)
         out[entity_id] = Evidence(text=text, digest=hashlib.sha256(text.encode("utf-8")).digest(),
                                   sources=tuple(sorted(sources)), evidence_seen=seen.get(entity_id, 0),
-                                  names_seen=names_seen)
+                                  names_seen=names_seen, identity_kind=kind, entity_type=entity_type, name=canonical)
     return out
 
 
 def _nearest(cursor, generation, question_vector, k, *, exact, subject):
     dims = generation.dimensions
     params = {"g": str(generation.generation_id), "q": vector_literal(question_vector), "k": k}
-    if exact or dims not in INDEXED_DIMENSIONS:
-        distance = "v.embedding <=> %(q)s::vector"
-    else:
-        distance = f"v.embedding::vector({dims}) <=> %(q)s::vector({dims})"  # as the partial index is written
-        cursor.execute(f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                       f" set_config('hnsw.ef_search', '{max(EF_SEARCH, k)}', true)")
+    distance = passages.distance_to_question(cursor, "v", dims, k, exact=exact)
     subject_filter = ""
     if subject:
         # A subject's recall anchors only on entities that subject's own turns produced (as exact anchors do).
@@ -152,17 +149,13 @@ def nearest(cursor, *, project, generation, question_vector, limit, candidates=0
     rows = _nearest(cursor, generation, question_vector, candidates or max(limit * 4, MIN_CANDIDATE_POOL),
                     exact=exact, subject=subject)
     live = evidence_of(cursor, project, [row[0] for row in rows])
-    cursor.execute("SELECT entity_id::text, identity_kind, canonical_name, entity_type FROM entity"
-                   " WHERE scope = %s AND entity_id = ANY(%s::uuid[])", [project, [row[0] for row in rows]])
-    entities = {row[0]: row[1:] for row in cursor.fetchall()}
     found = []
     for entity_id, digest, distance in rows:
         evidence = live.get(entity_id)
-        if evidence is None or evidence.digest != digest or entity_id not in entities:
+        if evidence is None or evidence.digest != digest:
             continue  # never answer from words the entity no longer has
-        kind, name, entity_type = entities[entity_id]
-        found.append(Candidate(entity_id=entity_id, identity_kind=kind, name=name, entity_type=entity_type,
-                               similarity=round(1.0 - distance, 4)))
+        found.append(Candidate(entity_id=entity_id, identity_kind=evidence.identity_kind, name=evidence.name,
+                               entity_type=evidence.entity_type, similarity=round(1.0 - distance, 4)))
         if len(found) == limit:
             break
     return found, not exact and generation.dimensions in INDEXED_DIMENSIONS

@@ -59,17 +59,22 @@ _storage = {}
 _storage_lock = threading.Lock()
 
 
-def vector_storage_ready():
-    """Whether this database has the vector table (pgvector present when migrations ran); asked once per
-    database the process connects to (a test may point the connection at a server without pgvector)."""
+def table_ready(table):
+    """Whether this database has `table` (the vector tables exist only where pgvector was present when migrations
+    ran); asked once per table and database the process connects to (a test may point the connection at a
+    server without pgvector)."""
     settings_dict = connection.settings_dict
-    key = (settings_dict.get("HOST"), settings_dict.get("PORT"), settings_dict.get("NAME"))
+    key = (settings_dict.get("HOST"), settings_dict.get("PORT"), settings_dict.get("NAME"), table)
     with _storage_lock:
         if key not in _storage:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT to_regclass('public.passage_vector') IS NOT NULL")
+                cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [f"public.{table}"])
                 _storage[key] = bool(cursor.fetchone()[0])
         return _storage[key]
+
+
+def vector_storage_ready():
+    return table_ready("passage_vector")
 
 
 def vector_literal(vector):
@@ -172,21 +177,14 @@ def _lexical(cursor, project, question, subject, roles, k):
 def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
     """[(chunk_id, cosine_distance)] nearest first; approximate through HNSW unless `exact`."""
     dims = generation.dimensions
-    literal = vector_literal(question_vector)
-    filters, params = "", {"g": str(generation.generation_id), "q": literal, "k": k, "dims": dims}
+    filters, params = "", {"g": str(generation.generation_id), "q": vector_literal(question_vector), "k": k}
     if subject:
         filters += " AND pv.data_subject_id = %(subject)s"
         params["subject"] = subject
     if roles:
         filters += " AND pv.role = ANY(%(roles)s::text[])"
         params["roles"] = list(roles)
-    if exact or dims not in INDEXED_DIMENSIONS:
-        distance = "pv.embedding <=> %(q)s::vector"
-    else:
-        # Written exactly as the partial expression index, so the planner can use it.
-        distance = f"pv.embedding::vector({dims}) <=> %(q)s::vector({dims})"
-        cursor.execute(f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                       f" set_config('hnsw.ef_search', '{max(EF_SEARCH, k)}', true)")
+    distance = distance_to_question(cursor, "pv", dims, k, exact=exact)
     cursor.execute(
         f"SELECT pv.chunk_id::text, {distance} AS d FROM passage_vector pv"
         f" WHERE pv.generation_id = %(g)s::uuid AND pv.dimensions = {dims}{filters} ORDER BY d LIMIT %(k)s", params)
@@ -199,6 +197,17 @@ def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
 # 1M vectors, so a large verdict is reused for LARGE_VERDICT_SECONDS (a small one is always recounted, cheaply).
 _large_generations = {}
 LARGE_VERDICT_SECONDS = 60.0
+
+
+def distance_to_question(cursor, alias, dims, k, *, exact):
+    """The cosine distance of `alias`.embedding to the bound question vector `%(q)s`, as SQL. Approximate: written
+    exactly as the partial HNSW expression index so the planner uses it, with an iterative scan sized for `k`
+    (set for this transaction); exact, or a dimension with no index: a sequential cosine."""
+    if exact or dims not in INDEXED_DIMENSIONS:
+        return f"{alias}.embedding <=> %(q)s::vector"
+    cursor.execute(f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                   f" set_config('hnsw.ef_search', '{max(EF_SEARCH, k)}', true)")
+    return f"{alias}.embedding::vector({dims}) <=> %(q)s::vector({dims})"
 
 
 def _small_generation(cursor, generation):
