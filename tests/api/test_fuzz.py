@@ -57,6 +57,21 @@ def _snapshot(project):
         return dict(zip((*SCOPED_TABLES, "turn_message"), cursor.fetchone()))
 
 
+def fuzz_with_both_tokens(fuzzer, operations, project, committed, *, rw_token, ro_token):
+    """Every operation in both generation modes as read_write, then as read_only, which runs against the rows the
+    read_write pass left and must change none of them."""
+    for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            fuzzer.run(operation, mode, rw_token, "read_write")
+    with committed():
+        written = _snapshot(project)
+    for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            fuzzer.run(operation, mode, ro_token, "read_only")
+    with committed():
+        assert _snapshot(project) == written
+
+
 def _last_entry():
     with connection.cursor() as cursor:
         cursor.execute("SELECT coalesce(max(entry_id), 0) FROM audit_entry")
@@ -168,17 +183,7 @@ def test_fuzz_every_route_with_both_tokens(live_server_url, test_database_name, 
     assert len(operations) >= 34
     fuzzer = Fuzzer(live_server_url, project, committed)
     started = time.monotonic()
-    for operation in operations:
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            fuzzer.run(operation, mode, rw_token, "read_write")
-    with committed():
-        written = _snapshot(project)
-    # The read_only token runs against the rows the read_write pass left, and must change none of them.
-    for operation in operations:
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            fuzzer.run(operation, mode, ro_token, "read_only")
-    with committed():
-        assert _snapshot(project) == written
+    fuzz_with_both_tokens(fuzzer, operations, project, committed, rw_token=rw_token, ro_token=ro_token)
     elapsed = time.monotonic() - started
     print(f"\nfuzz: {fuzzer.cases} cases over {len(operations)} operations in {elapsed:.1f} s;"
           f" ({fuzzer.unauthenticated} without the credential); statuses {dict(sorted(fuzzer.statuses.items()))}")

@@ -13,7 +13,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import status_code_conformance
 
 from api import openapi
-from tests.api.test_fuzz import Fuzzer, _snapshot
+from tests.api.test_fuzz import Fuzzer, fuzz_with_both_tokens
 from tests.conftest import make_project
 from tests.support.processes import WebServer, service_env
 
@@ -62,16 +62,7 @@ def test_fuzz_the_notification_routes_with_both_tokens(enabled_server_url, commi
     operations = [op for op in operations if op.definition.raw.get("x-memoir-op", "").startswith("notification.")]
     assert len(operations) == 4
     fuzzer = Fuzzer(enabled_server_url, project, committed)
-    for operation in operations:
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            fuzzer.run(operation, mode, rw_token, "read_write")
-    with committed():
-        written = _snapshot(project)
-    for operation in operations:
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            fuzzer.run(operation, mode, ro_token, "read_only")
-    with committed():
-        assert _snapshot(project) == written
+    fuzz_with_both_tokens(fuzzer, operations, project, committed, rw_token=rw_token, ro_token=ro_token)
     print(f"\nnotification fuzz: {fuzzer.cases} cases; statuses {dict(sorted(fuzzer.statuses.items()))}")
     assert not fuzzer.failures, f"{len(fuzzer.failures)} failures:\n" + "\n".join(fuzzer.failures[:40])
     assert fuzzer.cases >= len(operations) * 4 and 200 in fuzzer.statuses and 501 not in fuzzer.statuses
