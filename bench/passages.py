@@ -180,7 +180,7 @@ def main():
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM passage_source WHERE scope = %s AND lexemes @@ %s::tsquery",
                        [PROJECT, "'w2092'"])
-        print(f"  a vocabulary word's document frequency: {cursor.fetchone()[0]} (passages.DF_CAP {passages.DF_CAP})",
+        print(f"  a vocabulary word's document frequency: {cursor.fetchone()[0]} (passages.LEXICAL_BUDGET {passages.LEXICAL_BUDGET})",
               flush=True)
     print("\n== question embedding (local MiniLM, in process, one question per call)", flush=True)
     embed_times, question_vectors = [], []

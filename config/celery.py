@@ -40,6 +40,7 @@ app.conf.beat_schedule = {
         "schedule": float(os.environ.get("MEMOIR_EMBEDDING_INTERVAL", "10")),
         "options": {"expires": 10},
     },
+    "lexeme-count-fold": {"task": "memory.tasks.fold_lexeme_counts", "schedule": 30.0, "options": {"expires": 30}},
     "audit-seal": {"task": "governance.tasks.seal_audit", "schedule": 300.0, "options": {"expires": 300}},
     "notification-deliveries": {
         "task": "notifications.tasks.deliver",

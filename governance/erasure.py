@@ -15,6 +15,7 @@ from core.errors import DomainError, Invalid, NotFound
 from core.limits import MAX_SUBJECT_BYTES
 from core.retry import DEADLOCK, SERIALIZATION, run_retrying
 from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
+from memory import lexeme_counts
 from memory.services import recompute_watermark
 
 from .models import Project
@@ -35,6 +36,9 @@ SOURCE_KEYED_COLUMN = "source_id"
 SOURCES_KEYED_COLUMN = "source_ids"
 # Derived from the message but carried inside another kind's row: counted beside it in the receipt.
 CARRIED = {"passage_source": "passage_tsvector"}
+# Deleting from this table moves the project's lexeme counts (memory/lexeme_counts.py), a kind of its own.
+LEXEME_COUNTED = "passage_source"
+LEXEME_COUNT_KIND = "passage_lexeme_count"
 
 
 @dataclass(frozen=True)
@@ -178,14 +182,22 @@ def _remove_source_keyed(cursor, selection, locked, deleted, residual):
                 deleted[carried] = residual[carried] = 0
             continue
         t_sql, t_params = selection.source_in("t.source_id")
-        cursor.execute(f"DELETE FROM {table} t WHERE t.scope = %s AND {t_sql}", [project, *t_params])
+        counted = table == LEXEME_COUNTED
+        cursor.execute(f"DELETE FROM {table} t WHERE t.scope = %s AND {t_sql}"
+                       + (" RETURNING tsvector_to_array(t.lexemes)" if counted else ""), [project, *t_params])
         deleted[kind] = cursor.rowcount
+        erased_lexemes = {lexeme for row in cursor.fetchall() for lexeme in row[0]} if counted else set()
         if carried:
             deleted[carried] = cursor.rowcount  # one tsvector per source row
         r_sql, r_params = selection.selected_or_locked("t.source_id", locked)
         residual[kind] = _count(cursor, f"SELECT count(*) FROM {table} t WHERE {r_sql}", r_params)
         if carried:
             residual[carried] = residual[kind]
+        if counted:
+            # The delete's trigger wrote negative counts; folded now, a word only the selection used leaves no
+            # count behind (not even its digest).
+            deleted[LEXEME_COUNT_KIND] = lexeme_counts.fold(cursor, project)
+            residual[LEXEME_COUNT_KIND] = lexeme_counts.held_nowhere(cursor, project, erased_lexemes)
 
 
 def _remove_sources_keyed(cursor, selection, locked, deleted, residual):

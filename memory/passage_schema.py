@@ -177,3 +177,69 @@ def create_entity_vector_storage(connection):
         if passages_ready and not entities_ready:
             cursor.execute(ENTITY_VECTOR_SQL)
         return passages_ready
+
+
+# Per-project document frequencies of passage lexemes, for the lexical half's idf (docs/decisions.md, "Lexeme
+# counts"). Rows are deltas written by statement triggers on passage_source, so concurrent writers never wait on
+# one another's row locks; a fold (the follower, erasure) sums each key's rows into one. Lexemes are stored as a
+# 64-bit digest, never as text: the counts hold no words.
+LEXEME_COUNTS_SQL = """
+-- The backfill reads every passage source once: minutes at millions of messages, past the usual timeout.
+SET LOCAL statement_timeout = 0;
+CREATE FUNCTION memoir_lexeme_key(lexeme text) RETURNS bigint LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+  AS $$ SELECT ('x' || pg_catalog.substr(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(lexeme, 'UTF8')),
+                'hex'), 1, 16))::bit(64)::bigint $$;
+
+CREATE TABLE passage_lexeme_count (
+  scope varchar(63) NOT NULL,
+  lexeme_key bigint NOT NULL,
+  documents integer NOT NULL,
+  folded boolean NOT NULL DEFAULT false
+);
+CREATE INDEX passage_lexeme_count_key_idx ON passage_lexeme_count (scope, lexeme_key) INCLUDE (documents);
+CREATE INDEX passage_lexeme_count_unfolded_idx ON passage_lexeme_count (scope) WHERE NOT folded;
+
+-- Every write to passage_source moves the counts with it, whichever path made it (the message trigger, erasure,
+-- a cascade, the repair's re-derivation).
+CREATE FUNCTION memoir_passage_lexeme_counts() RETURNS trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO public.passage_lexeme_count (scope, lexeme_key, documents)
+    SELECT n.scope, public.memoir_lexeme_key(l), count(*)::int
+    FROM new_sources n CROSS JOIN LATERAL unnest(tsvector_to_array(n.lexemes)) l GROUP BY 1, 2;
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO public.passage_lexeme_count (scope, lexeme_key, documents)
+    SELECT o.scope, public.memoir_lexeme_key(l), -count(*)::int
+    FROM old_sources o CROSS JOIN LATERAL unnest(tsvector_to_array(o.lexemes)) l GROUP BY 1, 2;
+  ELSE
+    INSERT INTO public.passage_lexeme_count (scope, lexeme_key, documents)
+    SELECT d.scope, public.memoir_lexeme_key(d.l), sum(d.n)::int FROM (
+      SELECT o.scope, l, -1 AS n FROM old_sources o CROSS JOIN LATERAL unnest(tsvector_to_array(o.lexemes)) l
+      UNION ALL
+      SELECT n.scope, l, 1 FROM new_sources n CROSS JOIN LATERAL unnest(tsvector_to_array(n.lexemes)) l) d
+    GROUP BY d.scope, d.l HAVING sum(d.n) <> 0;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER passage_source_lexeme_counts_insert AFTER INSERT ON passage_source
+  REFERENCING NEW TABLE AS new_sources FOR EACH STATEMENT EXECUTE FUNCTION memoir_passage_lexeme_counts();
+CREATE TRIGGER passage_source_lexeme_counts_delete AFTER DELETE ON passage_source
+  REFERENCING OLD TABLE AS old_sources FOR EACH STATEMENT EXECUTE FUNCTION memoir_passage_lexeme_counts();
+CREATE TRIGGER passage_source_lexeme_counts_update AFTER UPDATE ON passage_source
+  REFERENCING OLD TABLE AS old_sources NEW TABLE AS new_sources FOR EACH STATEMENT
+  EXECUTE FUNCTION memoir_passage_lexeme_counts();
+
+INSERT INTO passage_lexeme_count (scope, lexeme_key, documents, folded)
+SELECT p.scope, memoir_lexeme_key(l), count(*)::int, true
+FROM passage_source p CROSS JOIN LATERAL unnest(tsvector_to_array(p.lexemes)) l GROUP BY 1, 2;
+"""
+
+LEXEME_COUNTS_REVERSE = """
+DROP TRIGGER passage_source_lexeme_counts_insert ON passage_source;
+DROP TRIGGER passage_source_lexeme_counts_delete ON passage_source;
+DROP TRIGGER passage_source_lexeme_counts_update ON passage_source;
+DROP FUNCTION memoir_passage_lexeme_counts();
+DROP TABLE passage_lexeme_count;
+DROP FUNCTION memoir_lexeme_key(text);
+"""

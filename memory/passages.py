@@ -6,20 +6,23 @@ import logging
 import math
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
-from . import embedders
+from . import embedders, lexeme_counts
+from .lexeme_counts import tsquery_literal
 from .models import EmbeddingGeneration
 from .passage_schema import INDEXED_DIMENSIONS, TS_CONFIG
 
 logger = logging.getLogger(__name__)
 
 RRF_K = 60
-# A lexeme found in this many of the project's messages or more is too common to generate candidates
-# (it still counts in the score of candidates found through rarer words).
-DF_CAP = 2000
+# Messages one lexical candidate arm reads at most; the spec's ceiling on candidates (docs/decisions.md).
+LEXICAL_BUDGET = 1000
+# Lexemes, the most telling first, among which any two held together find a candidate.
+PAIR_TERMS = 6
 LEXICAL_CANDIDATES = 200
 # BM25 with binary term frequency and a fixed average message length (lexemes), so no per-project statistics
 # have to be kept: k1, b and the assumed average.
@@ -121,56 +124,72 @@ def coverage(cursor, project, generation_id, known=None):
     return through, (covered if covered >= 0 else None)
 
 
-def _tsquery_literal(lexemes, joiner=" | "):
-    """A tsquery text of quoted lexemes (quotes doubled), bound as one parameter so the GIN index serves it."""
-    return joiner.join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes)
+def _tsquery_any(lexemes):
+    """A tsquery text matching any of `lexemes`, bound as one parameter so the GIN index serves it."""
+    return " | ".join(tsquery_literal(lexeme) for lexeme in lexemes)
+
+
+def _candidate_arms(present, counts, idf):
+    """The tsquery texts that find lexical candidates (docs/decisions.md, "Lexeme counts"): the rarest lexemes
+    while their messages together stay within LEXICAL_BUDGET (at least the rarest one), then every message
+    holding two of the question's PAIR_TERMS most telling lexemes, so common words still find messages that
+    share several of them. Each arm reads at most LEXICAL_BUDGET messages."""
+    generators, reached = [], 0
+    for lexeme in sorted(present, key=lambda x: (counts[x], x)):
+        if generators and reached + counts[lexeme] > LEXICAL_BUDGET:
+            break
+        generators.append(lexeme)
+        reached += counts[lexeme]
+    arms = [_tsquery_any(generators)]
+    telling = sorted(present, key=lambda x: (-idf[x], x))[:PAIR_TERMS]
+    pairs = [(a, b) for i, a in enumerate(telling) for b in telling[i + 1:]
+             if a not in generators or b not in generators]
+    if pairs:
+        arms.append(" | ".join(f"({tsquery_literal(a)} & {tsquery_literal(b)})" for a, b in pairs))
+    return arms
 
 
 def _lexical(cursor, project, question, subject, roles, k):
     """[(chunk_id, score, weight_fraction)] best first, BM25-like over the OR of the question's lexemes."""
     cursor.execute(f"SELECT l FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, %s::text))) l"
-                   " WHERE strpos(l, E'\\\\') = 0 ORDER BY l", [question])
+                   " ORDER BY l", [question])
     lexemes = [row[0] for row in cursor.fetchall()]
     if not lexemes:
         return []
-    # Document frequency per lexeme, capped: one statement, each arm a GIN bitmap scan on a bound tsquery.
-    arms = " UNION ALL ".join(
-        "SELECT %s::text, (SELECT count(*) FROM (SELECT 1 FROM passage_source p WHERE p.scope = %s"
-        f" AND p.lexemes @@ %s::tsquery LIMIT {DF_CAP}) c)" for _ in lexemes)
-    params = []
-    for lexeme in lexemes:
-        params += [lexeme, project, _tsquery_literal([lexeme])]
-    cursor.execute(arms, params)
-    counts = cursor.fetchall()
+    counts = lexeme_counts.document_counts(cursor, project, lexemes)
     cursor.execute("SELECT log_offset + 1 FROM watermark WHERE scope = %s", [project])
     row = cursor.fetchone()
-    total = max([row[0] if row else 1] + [df for _, df in counts])
-    idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in counts}
-    present = [lex for lex, df in counts if df > 0]
+    total = max([row[0] if row else 1] + list(counts.values()))
+    idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in counts.items()}
+    present = [lex for lex in lexemes if counts[lex] > 0]
     if not present:
         return []
-    rare = [lex for lex, df in counts if 0 < df < DF_CAP] or sorted(present, key=lambda x: (idf[x], x))[-3:]
     weight_total = sum(idf[lex] for lex in present) or 1.0
-    filters = ""
-    params = {"project": project, "any": _tsquery_literal(rare), "k": k}
+    params = {"project": project, "k": k, "budget": LEXICAL_BUDGET}
     # The candidate's weight: the idf of each present lexeme it holds, summed in lexeme order, as one CASE per
     # lexeme (a per-row function scan and aggregate cost several times more on thousands of candidates).
     terms = []
     for i, lexeme in enumerate(present):
-        params[f"tq{i}"], params[f"idf{i}"] = _tsquery_literal([lexeme]), idf[lexeme]
+        params[f"tq{i}"], params[f"idf{i}"] = tsquery_literal(lexeme), idf[lexeme]
         terms.append(f"CASE WHEN p.lexemes @@ %(tq{i})s::tsquery THEN %(idf{i})s::float8 ELSE 0 END")
+    filters = ""
     if subject:
         filters += " AND p.data_subject_id = %(subject)s"
         params["subject"] = subject
     if roles:
         filters += " AND p.role = ANY(%(roles)s::text[])"
         params["roles"] = list(roles)
-    norm = f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(p.lexemes)::float8 / {AVG_LEXEMES}))"
+    arms = []
+    for i, arm in enumerate(_candidate_arms(present, counts, idf)):
+        params[f"arm{i}"] = arm
+        arms.append(f"(SELECT p.chunk_id, p.log_offset, p.ordinal, length(p.lexemes) AS lexeme_count,"
+                    f" {' + '.join(terms)} AS weight FROM passage_source p WHERE p.scope = %(project)s"
+                    f" AND p.lexemes @@ %(arm{i})s::tsquery{filters} LIMIT %(budget)s)")
+    norm = f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * c.lexeme_count::float8 / {AVG_LEXEMES}))"
     cursor.execute(
-        f"SELECT p.chunk_id::text, s.weight * {BM25_K1 + 1} / {norm} AS score, s.weight"
-        f" FROM passage_source p CROSS JOIN LATERAL (SELECT {' + '.join(terms)} AS weight) s"
-        " WHERE p.scope = %(project)s AND p.lexemes @@ %(any)s::tsquery" + filters +
-        " ORDER BY score DESC, p.log_offset DESC, p.ordinal, p.chunk_id LIMIT %(k)s", params)
+        f"SELECT c.chunk_id::text, c.weight * {BM25_K1 + 1} / {norm} AS score, c.weight"
+        f" FROM ({' UNION '.join(arms)}) c"
+        " ORDER BY score DESC, c.log_offset DESC, c.ordinal, c.chunk_id LIMIT %(k)s", params)
     return [(chunk, float(score), float(weight) / weight_total) for chunk, score, weight in cursor.fetchall()]
 
 
@@ -268,33 +287,67 @@ class QuestionEmbedding:
     vector: list | None  # None: the semantic surfaces cannot run for this question
     ms: float = 0.0
 
+    def result(self):
+        return self  # already done: stands in wherever a PendingEmbedding does
 
-def embed_question(project, question):
-    """The question's vector under the active generation's model, once per request (passages and semantic
-    anchors share it). Never raises: an unusable embedder leaves the vector out."""
-    generation, embedder = usable(project)
-    if embedder is None:
-        return QuestionEmbedding(generation, None)
+
+# Question embeddings run here while the request thread reads the lexical candidates: the model is compute the
+# database does not wait on, and each half takes about as long as the other (docs/decisions.md, "Speed").
+_question_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="question-embedding")
+
+
+class PendingEmbedding:
+    """A question's embedding under way: `result()` waits for it. Never raises."""
+
+    def __init__(self, generation, embedder, question):
+        self.generation = generation
+        self._future = None if embedder is None else _question_pool.submit(_embed_one, embedder, question)
+
+    def result(self):
+        if self._future is None:
+            return QuestionEmbedding(self.generation, None)
+        vector, ms = self._future.result()
+        return QuestionEmbedding(self.generation, vector, ms)
+
+
+def _embed_one(embedder, question):
     started = time.perf_counter()
     try:
         vector = embedder.embed([question])[0]
     except embedders.EmbedderError:
         logger.warning("the question could not be embedded; the semantic surfaces are skipped")
         vector = None
-    return QuestionEmbedding(generation, vector, (time.perf_counter() - started) * 1000)
+    except Exception:
+        logger.exception("the question embedding failed; the semantic surfaces are skipped")
+        vector = None
+    return vector, (time.perf_counter() - started) * 1000
+
+
+def begin_question_embedding(project, question):
+    """Start embedding the question under the active generation's model (the generation is read here, in the
+    caller's connection; only the model runs in the pool). Passages and semantic anchors share one."""
+    generation, embedder = usable(project)
+    return PendingEmbedding(generation, embedder, question)
+
+
+def embed_question(project, question):
+    """The question's vector under the active generation's model, once per request. Never raises: an unusable
+    embedder leaves the vector out."""
+    return begin_question_embedding(project, question).result()
 
 
 def search(*, project, question, limit=10, candidates=0, data_subject_id=None, roles=None, approximate=None,
            with_coverage=True, question_embedding=None):
     """Hybrid passage search. `approximate=None` follows the route's rule (exact unless `candidates` > 0 or the
     generation is large); recall passes True. Never raises for a missing semantic surface."""
-    embedded = question_embedding or embed_question(project, question)
-    generation, question_vector, embed_ms = embedded.generation, embedded.vector, embedded.ms
-    semantic = question_vector is not None
+    pending = question_embedding or begin_question_embedding(project, question)
     pool = max(limit * 4, candidates, MIN_VECTOR_CANDIDATES)
     used_index = False
     with transaction.atomic(), connection.cursor() as cursor:
         lexical = _lexical(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool))
+        embedded = pending.result()
+        generation, question_vector, embed_ms = embedded.generation, embedded.vector, embedded.ms
+        semantic = question_vector is not None
         vector = []
         if semantic:
             if approximate is None:

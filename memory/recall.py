@@ -394,13 +394,14 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
         return _empty_bundle(applied)
     subject = data_subject_id or None
     rows, capped = [], False
-    embedding = None
+    # Passages always embed the question: start now, so the model runs while the facts are read.
+    embedding = passages.begin_question_embedding(project, question) if "passages" in applied.surfaces else None
     semantic_ran = False
     with _snapshot(), connection.wrap_database_errors, _prepared_cursor() as cursor:
         anchors = _anchors(cursor, project, found, subject)
         exact = len(anchors)
         if "facts" in applied.surfaces and not anchors:
-            embedding = passages.embed_question(project, question)
+            embedding = (embedding or passages.begin_question_embedding(project, question)).result()
             semantic_ran, anchors = _semantic_anchors(cursor, project, embedding, subject)
         if "facts" in applied.surfaces and anchors:
             sql, params = walk_statement(

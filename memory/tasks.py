@@ -1,7 +1,7 @@
 """Celery tasks for passages: thin wrappers over the embedding follower (memory/generations.py)."""
 from celery import shared_task
 
-from . import generations
+from . import generations, lexeme_counts
 from .embedding_kick import kick_follow
 
 
@@ -20,3 +20,8 @@ def embedding_sweep():
     for project in projects:
         kick_follow(project)
     return projects
+
+
+@shared_task(name="memory.tasks.fold_lexeme_counts")
+def fold_lexeme_counts():
+    return lexeme_counts.fold_projects()

@@ -195,7 +195,9 @@ listen_addresses = '127.0.0.1'
 port = $PG_PORT
 unix_socket_directories = $(conf_quote "$PG_SOCK")
 max_connections = 200
-shared_buffers = 256MB
+# Large enough for a million messages' passage sources and their lexical index to stay in shared memory
+# (it is reserved as used, not up front); MEMOIR_PG_SHARED_BUFFERS changes it.
+shared_buffers = ${MEMOIR_PG_SHARED_BUFFERS:-1GB}
 # Durability stays on: fault tests restart the server and expect committed work to survive.
 fsync = on
 synchronous_commit = on

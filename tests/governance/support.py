@@ -36,6 +36,9 @@ PROJECT_COUNTS = {
     "passage_tsvector": "SELECT count(*) FROM passage_source WHERE scope = %s AND lexemes IS NOT NULL",
     "passage_vector": "SELECT count(*) FROM passage_vector WHERE scope = %s",
     "entity_vector": "SELECT count(*) FROM entity_vector WHERE scope = %s",
+    # Keys still counted: a fold leaves one row per key, and a key whose messages all went has none.
+    "passage_lexeme_count": "SELECT count(*) FROM (SELECT lexeme_key FROM passage_lexeme_count WHERE scope = %s"
+                            " GROUP BY lexeme_key HAVING sum(documents) > 0) k",
 }
 
 # One subject's rows in every table (the subject's own observations, or what they registered).

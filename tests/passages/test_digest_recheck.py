@@ -6,6 +6,7 @@ from governance import services
 from memory import generations, passages
 from tests.conftest import unique_name
 from tests.passages.test_passages import build_all
+from tests.passages.test_lexeme_counts import counts, true_counts
 from tests.recall.conftest import observe_turn
 
 
@@ -30,3 +31,20 @@ def test_a_changed_message_is_never_returned(owner_db, fake, endpoint_embedder):
     generations.follow(project, budget=30)
     assert [h.content for h in passages.search(project=project, question="something else").hits] == [
         "Something else entirely."]
+
+
+def test_the_repair_rederivation_moves_the_counts(owner_db, fake, endpoint_embedder):
+    project = unique_name()
+    services.create_project(name=project, principal="cli")
+    receipt = observe_turn(project, "Lanterns glow.")
+    build_all(project, endpoint_embedder)
+    with connection.cursor() as cursor:
+        # As in test_digest_recheck: only the owner, with the immutability trigger off, can change a message.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("ALTER TABLE turn_message DISABLE TRIGGER USER")
+        cursor.execute("UPDATE turn_message SET content = 'Candles glow.' WHERE observation_id = %s", [receipt.id])
+        cursor.execute("ALTER TABLE turn_message ENABLE TRIGGER USER")
+    generations.repair(project=project, generation_id=passages.active_generation(project).generation_id,
+                       principal="cli", principal_kind="operator")
+    words = ["lantern", "candl", "glow"]
+    assert counts(project, words) == {"lantern": 0, "candl": 1, "glow": 1} == true_counts(project, words)
