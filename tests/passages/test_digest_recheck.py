@@ -5,8 +5,8 @@ from django.db import connection
 from governance import services
 from memory import generations, passages
 from tests.conftest import unique_name
-from tests.passages.test_passages import build_all
 from tests.passages.test_lexeme_counts import counts, true_counts
+from tests.passages.test_passages import build_all
 from tests.recall.conftest import observe_turn
 
 
