@@ -4,6 +4,8 @@ from django.db import connection, transaction
 
 from core.locks import advisory_xact_lock
 
+from .passage_schema import TS_CONFIG
+
 FOLD_LOCK = "lexeme-fold"
 
 
@@ -13,6 +15,21 @@ def document_counts(cursor, project, lexemes):
         "SELECT l, coalesce((SELECT sum(c.documents) FROM passage_lexeme_count c WHERE c.scope = %s"
         " AND c.lexeme_key = memoir_lexeme_key(l)), 0)::bigint FROM unnest(%s::text[]) l", [project, list(lexemes)])
     return {lexeme: max(0, int(n)) for lexeme, n in cursor.fetchall()}
+
+
+def question_counts(cursor, project, question):
+    """({lexeme: document count} for the question's lexemes, the project's stored observations), in one statement:
+    the question is parsed with the passages' text-search configuration."""
+    cursor.execute(
+        f"SELECT q.l, coalesce((SELECT sum(c.documents) FROM passage_lexeme_count c WHERE c.scope = %(p)s"
+        "  AND c.lexeme_key = memoir_lexeme_key(q.l)), 0)::bigint,"
+        " (SELECT w.log_offset + 1 FROM watermark w WHERE w.scope = %(p)s)"
+        f" FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, %(q)s::text))) q(l)",
+        {"p": project, "q": question})
+    rows = cursor.fetchall()
+    if not rows:
+        return {}, None  # no lexeme: nothing to search for
+    return {lexeme: max(0, int(n)) for lexeme, n, _ in rows}, rows[0][2]
 
 
 def fold(cursor, project):

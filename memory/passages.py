@@ -151,15 +151,12 @@ def _candidate_arms(present, counts, idf):
 
 def _lexical(cursor, project, question, subject, roles, k):
     """[(chunk_id, score, weight_fraction)] best first, BM25-like over the OR of the question's lexemes."""
-    cursor.execute(f"SELECT l FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, %s::text))) l"
-                   " ORDER BY l", [question])
-    lexemes = [row[0] for row in cursor.fetchall()]
-    if not lexemes:
+    found, stored = lexeme_counts.question_counts(cursor, project, question)
+    if not found:
         return []
-    counts = lexeme_counts.document_counts(cursor, project, lexemes)
-    cursor.execute("SELECT log_offset + 1 FROM watermark WHERE scope = %s", [project])
-    row = cursor.fetchone()
-    total = max([row[0] if row else 1] + list(counts.values()))
+    lexemes = sorted(found)
+    counts = found
+    total = max([stored or 1] + list(counts.values()))
     idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in counts.items()}
     present = [lex for lex in lexemes if counts[lex] > 0]
     if not present:
@@ -336,15 +333,26 @@ def embed_question(project, question):
     return begin_question_embedding(project, question).result()
 
 
+def _pool(limit, candidates):
+    return max(limit * 4, candidates, MIN_VECTOR_CANDIDATES)
+
+
+def lexical_candidates(cursor, *, project, question, limit, data_subject_id=None, roles=None):
+    """The lexical half of `search` on its own, for a caller that reads it while the question is still being
+    embedded (recall, before its semantic anchors wait for the vector); pass the result to `search`."""
+    return _lexical(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, _pool(limit, 0)))
+
+
 def search(*, project, question, limit=10, candidates=0, data_subject_id=None, roles=None, approximate=None,
-           with_coverage=True, question_embedding=None):
+           with_coverage=True, question_embedding=None, lexical=None):
     """Hybrid passage search. `approximate=None` follows the route's rule (exact unless `candidates` > 0 or the
     generation is large); recall passes True. Never raises for a missing semantic surface."""
     pending = question_embedding or begin_question_embedding(project, question)
-    pool = max(limit * 4, candidates, MIN_VECTOR_CANDIDATES)
+    pool = _pool(limit, candidates)
     used_index = False
     with transaction.atomic(), connection.cursor() as cursor:
-        lexical = _lexical(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool))
+        if lexical is None:
+            lexical = _lexical(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool))
         embedded = pending.result()
         generation, question_vector, embed_ms = embedded.generation, embedded.vector, embedded.ms
         semantic = question_vector is not None

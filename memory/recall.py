@@ -397,9 +397,14 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
     # Passages always embed the question: start now, so the model runs while the facts are read.
     embedding = passages.begin_question_embedding(project, question) if "passages" in applied.surfaces else None
     semantic_ran = False
+    lexical = None
     with _snapshot(), connection.wrap_database_errors, _prepared_cursor() as cursor:
         anchors = _anchors(cursor, project, found, subject)
         exact = len(anchors)
+        if embedding is not None:  # passages' lexical half, read while the question is embedded
+            lexical = passages.lexical_candidates(cursor, project=project, question=question,
+                                                  limit=MAX_RECALL_PASSAGES, data_subject_id=subject,
+                                                  roles=applied.source_roles)
         if "facts" in applied.surfaces and not anchors:
             embedding = (embedding or passages.begin_question_embedding(project, question)).result()
             semantic_ran, anchors = _semantic_anchors(cursor, project, embedding, subject)
@@ -418,7 +423,7 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
     if "passages" in applied.surfaces:
         found_passages = passages.search(project=project, question=question, limit=MAX_RECALL_PASSAGES,
                                          data_subject_id=subject, roles=applied.source_roles, approximate=True,
-                                         with_coverage=False, question_embedding=embedding)
+                                         with_coverage=False, question_embedding=embedding, lexical=lexical)
     rows = _speaker_by_relevance(rows[:MAX_ROWS], anchors, question) + rows[MAX_ROWS:]
     return _compose(applied, found, anchors, rows, capped, subject, names, found_passages, exact=exact,
                     semantic_ran=semantic_ran)
