@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from . import embedders, lexeme_counts
 from .lexeme_counts import tsquery_literal
 from .models import EmbeddingGeneration
-from .passage_schema import INDEXED_DIMENSIONS, TS_CONFIG
+from .passage_schema import INDEXED_DIMENSIONS
 
 logger = logging.getLogger(__name__)
 
