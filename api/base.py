@@ -27,13 +27,15 @@ READ_ONLY_OPS = frozenset({
 
 
 class Result:
-    """A route's answer: the body, its status, the ledger magnitude, and whether the route audited itself."""
+    """A route's answer: the body, its status, the ledger magnitude, whether the route audited itself, and any
+    extra response headers (durations only)."""
 
-    def __init__(self, data, *, status=200, magnitude=0, audited=False):
+    def __init__(self, data, *, status=200, magnitude=0, audited=False, headers=None):
         self.data = data
         self.status = status
         self.magnitude = magnitude
         self.audited = audited
+        self.headers = headers or {}
 
 
 def _chunked_body(request):
@@ -114,7 +116,10 @@ class V1View(APIView):
             return error_response(ApiError(500, "internal"))
         if not result.audited:
             self._audit(caller, "allowed", result.magnitude)
-        return json_response(result.data, status=result.status)
+        response = json_response(result.data, status=result.status)
+        for name, value in result.headers.items():
+            response[name] = value
+        return response
 
     def _read_body(self, request):
         try:

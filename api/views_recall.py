@@ -33,10 +33,12 @@ class RecallView(V1View):
         subject = body.get("data_subject_id") or None
         if has_nul(question) or (subject is not None and has_nul(subject)):
             raise ApiError(400, "invalid_question", "text cannot contain NUL")
+        timings = {}
         bundle = recall.recall(project=caller.project, question=question, applied=applied,
                                data_subject_id=subject, as_of=body.get("as_of"),
-                               as_known_at=body.get("as_known_at"))
-        return Result(bundle, magnitude=len(bundle["facts"]))
+                               as_known_at=body.get("as_known_at"), timings=timings)
+        headers = {"Server-Timing": passages.server_timing(timings["embed"], timings["embed_wait"])} if timings else {}
+        return Result(bundle, magnitude=len(bundle["facts"]), headers=headers)
 
 
 # --- semantic search ------------------------------------------------------------------------------
@@ -109,7 +111,11 @@ class PassagesSearchView(_UnavailableSearch):
         data = {"generation_id": found.generation_id, "through_offset": found.through_offset,
                 "covered_through_offset": found.covered_through_offset, "build_state": found.build_state,
                 "approximate": found.approximate, "passages": items}
-        return Result(data, magnitude=len(items))
+        headers = {}
+        if found.semantic:
+            headers["Server-Timing"] = passages.server_timing(found.question_embedding_ms,
+                                                              found.question_embedding_wait_ms)
+        return Result(data, magnitude=len(items), headers=headers)
 
 
 class EntityCandidatesView(_UnavailableSearch):

@@ -200,7 +200,8 @@ def main():
         proc.terminate()
         proc.wait(10)
 
-    print("\n== in process (passages.search; the question embedding subtracted per call)", flush=True)
+    print("\n== in process (passages.search; the time waited for the question embedding subtracted per call)",
+          flush=True)
     for label, kwargs in (("route default (limit 10)", {"limit": 10}),
                           ("recall-style (limit 8, approximate, no coverage)",
                            {"limit": 8, "approximate": True, "with_coverage": False})):
@@ -211,7 +212,7 @@ def main():
             elapsed = time.perf_counter() - started
             assert found.semantic and found.hits, "the vector half must run"
             total.append(elapsed)
-            without.append(elapsed - found.question_embedding_ms / 1000)
+            without.append(elapsed - found.question_embedding_wait_ms / 1000)
         report(f"search {label}, total", summary(total))
         report(f"search {label}, excluding embedding", summary(without))
 
@@ -225,7 +226,9 @@ def main():
             ("recall with passages and a subject p95 <= 40 ms (HTTP, c=1)",
              "HTTP POST /v1/recalls (default surfaces, data_subject_id)", 40)):
         p95 = RESULTS[key]["p95_ms"]
-        print(f"  {label}: p95 {p95:.1f} ms -> {'met' if p95 <= limit else 'MISSED'}")
+        apart = RESULTS[f"{key}, excluding the question embedding"]["p95_ms"]
+        print(f"  {label}: p95 {p95:.1f} ms with the question embedding -> {'met' if p95 <= limit else 'MISSED'};"
+              f" {apart:.1f} ms without it -> {'met' if apart <= limit else 'MISSED'}")
     if rate is not None:
         print(f"  local embedding >= 150 messages/s (batched): {rate:.0f}/s -> {'met' if rate >= 150 else 'MISSED'}")
     print("\nphases:", flush=True)
@@ -286,13 +289,19 @@ def http_part(client, url, questions, warmup):
         for q in warmup:
             response = client.post(url + path, json=body(q))
             assert response.status_code == 200, (path, response.status_code, response.text[:300])
-        times, sample = [], None
+        times, without, model, sample = [], [], [], None
         for q in questions:
             started = time.perf_counter()
             response = client.post(url + path, json=body(q))
-            times.append(time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            times.append(elapsed)
             assert response.status_code == 200, (path, response.status_code, response.text[:300])
             sample = response.json()
+            timing = server_timing(response)
+            # The server says how long the model ran and how long the request waited for it (the rest ran beside
+            # the lexical half): the route without its question embedding is the total less the wait.
+            without.append(elapsed - timing["embed-wait"] / 1000)
+            model.append(timing["embed"] / 1000)
         if path == "/v1/passages/search":
             from memory.passages import EXACT_MAX_VECTORS
 
@@ -303,7 +312,19 @@ def http_part(client, url, questions, warmup):
             assert sample["passages"] and "passages" not in sample.get("degraded", []), sample
             shape = f"passages={len(sample['passages'])} degraded={sample.get('degraded')}"
         report(label, summary(times))
+        report(f"{label}, excluding the question embedding", summary(without))
+        report(f"{label}: the question embedding (server's model time)", summary(model))
         print(f"    last answer: {shape}", flush=True)
+
+
+def server_timing(response):
+    out = {}
+    for part in response.headers.get("Server-Timing", "").split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if name:
+            out[name] = float(duration)
+    assert "embed" in out and "embed-wait" in out, response.headers
+    return out
 
 
 def plan(cur, sql, params):

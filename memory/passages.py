@@ -56,6 +56,7 @@ class SearchResult:
     semantic: bool  # the vector half ran
     hits: list = field(default_factory=list)
     question_embedding_ms: float = 0.0
+    question_embedding_wait_ms: float = 0.0
 
 
 _storage = {}
@@ -282,7 +283,8 @@ def _hydrate(cursor, project, chunks, generation_id, question_literal):
 class QuestionEmbedding:
     generation: object  # the active generation, or None
     vector: list | None  # None: the semantic surfaces cannot run for this question
-    ms: float = 0.0
+    ms: float = 0.0  # the model's time
+    waited_ms: float = 0.0  # how long the request waited for it (the model ran beside the lexical half)
 
     def result(self):
         return self  # already done: stands in wherever a PendingEmbedding does
@@ -303,8 +305,9 @@ class PendingEmbedding:
     def result(self):
         if self._future is None:
             return QuestionEmbedding(self.generation, None)
+        started = time.perf_counter()
         vector, ms = self._future.result()
-        return QuestionEmbedding(self.generation, vector, ms)
+        return QuestionEmbedding(self.generation, vector, ms, (time.perf_counter() - started) * 1000)
 
 
 def _embed_one(embedder, question):
@@ -353,7 +356,9 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
     with transaction.atomic(), connection.cursor() as cursor:
         if lexical is None:
             lexical = _lexical(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool))
+        waiting = time.perf_counter()
         embedded = pending.result()
+        embed_wait_ms = (time.perf_counter() - waiting) * 1000  # 0 for an embedding the caller already awaited
         generation, question_vector, embed_ms = embedded.generation, embedded.vector, embedded.ms
         semantic = question_vector is not None
         vector = []
@@ -396,7 +401,8 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
         state = "lexical_only"
     return SearchResult(generation_id=generation_id if semantic else "", through_offset=through,
                         covered_through_offset=covered, build_state=state, approximate=used_index,
-                        semantic=semantic, hits=hits, question_embedding_ms=embed_ms)
+                        semantic=semantic, hits=hits, question_embedding_ms=embed_ms,
+                        question_embedding_wait_ms=embed_wait_ms)
 
 
 def preview(content, limit_bytes=PREVIEW_BYTES):
@@ -406,3 +412,9 @@ def preview(content, limit_bytes=PREVIEW_BYTES):
         return content, len(data), True
     text = data[:limit_bytes].decode("utf-8", errors="ignore")
     return text, len(text.encode("utf-8")), False
+
+
+def server_timing(model_ms, waited_ms):
+    """The `Server-Timing` header value for a request that embedded its question: the model's time and the part
+    of it the request waited for (the rest ran beside the lexical half). Durations only, never content."""
+    return f"embed;dur={model_ms:.1f}, embed-wait;dur={waited_ms:.1f}"

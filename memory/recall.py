@@ -387,8 +387,9 @@ def _snapshot():
         yield
 
 
-def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_known_at=None):
-    """The bundle for a question. Raises Invalid(invalid_question) past a size or anchor limit."""
+def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_known_at=None, timings=None):
+    """The bundle for a question. Raises Invalid(invalid_question) past a size or anchor limit. `timings`, a dict,
+    receives the question embedding's model time and wait (ms) when one ran."""
     found = check_question(question)
     if not found:
         return _empty_bundle(applied)
@@ -424,6 +425,13 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
         found_passages = passages.search(project=project, question=question, limit=MAX_RECALL_PASSAGES,
                                          data_subject_id=subject, roles=applied.source_roles, approximate=True,
                                          with_coverage=False, question_embedding=embedding, lexical=lexical)
+    if timings is not None:
+        waited = getattr(embedding, "waited_ms", 0.0) + (found_passages.question_embedding_wait_ms
+                                                           if found_passages is not None else 0.0)
+        model_ms = found_passages.question_embedding_ms if found_passages is not None else getattr(
+            embedding, "ms", 0.0)
+        if model_ms:
+            timings.update(embed=model_ms, embed_wait=waited)
     rows = _speaker_by_relevance(rows[:MAX_ROWS], anchors, question) + rows[MAX_ROWS:]
     return _compose(applied, found, anchors, rows, capped, subject, names, found_passages, exact=exact,
                     semantic_ran=semantic_ran)

@@ -90,6 +90,30 @@ def test_hybrid_search_over_an_active_generation(project, auth, fake, endpoint_e
     assert post(auth, "/v1/passages/search", {"question": "lisbon live", "limit": 2}).json() == answer
 
 
+def _timing(response):
+    """{name: duration ms} from a Server-Timing header."""
+    out = {}
+    for part in response.headers.get("Server-Timing", "").split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if name:
+            out[name] = float(duration)
+    return out
+
+
+def test_the_question_embedding_time_is_reported_apart(project, auth, fake, endpoint_embedder):
+    observe_turn(project, "Lisbon is where I live.", subject="ann")
+    lexical = post(auth, "/v1/passages/search", {"question": "lisbon"})
+    assert lexical.status_code == 200 and "Server-Timing" not in lexical.headers  # nothing was embedded
+    build_all(project, endpoint_embedder)
+    fake.override = {"delay": 0.05}  # the model's time, so the figures have something to show
+    for path in ("/v1/passages/search", "/v1/recalls"):
+        response = post(auth, path, {"question": "where do I live"})
+        assert response.status_code == 200
+        timing = _timing(response)
+        assert timing["embed"] >= 50, timing
+        assert 0 <= timing["embed-wait"] <= timing["embed"] + 1, timing
+
+
 def test_a_new_message_is_not_covered_until_the_follower_embeds_it(project, fake, endpoint_embedder):
     observe_turn(project, "First words.")
     build_all(project, endpoint_embedder)
