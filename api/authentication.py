@@ -44,7 +44,8 @@ def record_refused_authentication():
         _refusal_times.append(now)
         magnitude = 1 + _suppressed[0]
         _suppressed[0] = 0
-    audit.record_best_effort("authenticate", "unresolved", "system", "", magnitude, "refused")
+    audit.record_best_effort(op="authenticate", principal="unresolved", principal_kind="system", project="",
+                             magnitude=magnitude, outcome="refused")
 
 
 def touch_last_used(caller):

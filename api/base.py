@@ -137,7 +137,8 @@ class V1View(APIView):
         raise NotImplementedError
 
     def _audit(self, caller, outcome, magnitude):
-        audit.record_best_effort(self.op, caller.credential_id, "credential", caller.project, magnitude, outcome)
+        audit.record_best_effort(op=self.op, principal=caller.credential_id, principal_kind="credential",
+                                 project=caller.project, magnitude=magnitude, outcome=outcome)
 
     def _refuse(self, caller, err):
         self._audit(caller, "refused", 0)

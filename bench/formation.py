@@ -38,7 +38,7 @@ def main():
 
     from formation import driver
     from formation import vocabulary as vocab
-    from formation.model import ModelConfig, ModelProposer
+    from formation.model_client import ModelConfig, ModelProposer
     from governance import services as governance
     from memory import services
     from tests.fakemodel import fake_model

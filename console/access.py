@@ -22,7 +22,8 @@ def ledger_read(request, op, project="", magnitude=0):
     """A best-effort ledger row for a console read; it never names the object viewed. `project` may come
     from a query string, so anything that is not a project name is left out rather than recorded."""
     project = project if isinstance(project, str) and re.fullmatch(PROJECT_NAME_RE, project) else ""
-    audit.record_best_effort(op, principal_of(request), OPERATOR, project, magnitude)
+    audit.record_best_effort(op=op, principal=principal_of(request), principal_kind=OPERATOR, project=project,
+                             magnitude=magnitude)
 
 
 def hexdigest(value):

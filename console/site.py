@@ -101,7 +101,8 @@ class MemoirAdminSite(admin.AdminSite):
         response = super().login(request, extra_context)
         # A successful sign-in is a POST answered with a redirect by an authenticated user.
         if request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
-            audit.record_best_effort("console.login", principal_of(request), OPERATOR, "", 1)
+            audit.record_best_effort(op="console.login", principal=principal_of(request),
+                                     principal_kind=OPERATOR, project="", magnitude=1)
         return response
 
     def get_app_list(self, request, app_label=None):

@@ -39,7 +39,7 @@ class UnknownOperation(ValueError):
     pass
 
 
-def record(op, principal, kind, project="", magnitude=0, outcome="allowed"):
+def record(*, op, principal, principal_kind, project="", magnitude=0, outcome="allowed"):
     """Append one ledger row. Inside a transaction it is atomic with it; callers decide which."""
     if op not in OPERATIONS:
         raise UnknownOperation(op)
@@ -47,13 +47,14 @@ def record(op, principal, kind, project="", magnitude=0, outcome="allowed"):
         cursor.execute(
             "INSERT INTO audit_entry (operation, principal, principal_kind, project, magnitude, outcome)"
             " VALUES (%s, %s, %s, %s, %s, %s)",
-            [op, principal, kind, project or "", max(0, int(magnitude)), outcome],
+            [op, principal, principal_kind, project or "", max(0, int(magnitude)), outcome],
         )
 
 
-def record_best_effort(op, principal, kind, project="", magnitude=0, outcome="allowed"):
+def record_best_effort(*, op, principal, principal_kind, project="", magnitude=0, outcome="allowed"):
     """Append a ledger row outside the caller's transaction, logging (never raising) on failure."""
     try:
-        record(op, principal, kind, project, magnitude, outcome)
+        record(op=op, principal=principal, principal_kind=principal_kind, project=project, magnitude=magnitude,
+               outcome=outcome)
     except Exception:  # the request has been answered; a lost best-effort row is only logged
         logger.exception("audit write failed for op=%s outcome=%s", op, outcome)

@@ -18,7 +18,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from core.locks import session_unlock, try_session_lock
 from core.text import WHITE_SPACE, WS_CLASS
 
-from .model import MAX_REPLY_BYTES, new_fence, validate_config
+from .model_client import MAX_REPLY_BYTES, new_fence, validate_config
 
 logger = logging.getLogger(__name__)
 

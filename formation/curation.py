@@ -204,7 +204,8 @@ def assert_records(*, caller, items):
     with transaction.atomic(), connection.cursor() as cursor:
         out = [_assert_one(cursor, caller=caller, item=item, spec=spec, v=v) for item, spec in zip(items, specs)]
         recompute_watermark(cursor, caller.project)
-        audit.record("record.assert", caller.credential_id, "credential", caller.project, len(items))
+        audit.record(op="record.assert", principal=caller.credential_id, principal_kind="credential",
+                     project=caller.project, magnitude=len(items))
     return out
 
 
@@ -349,7 +350,8 @@ def retract_records(*, caller, items):
     """Withdraw 1–20 current records (governance.md §7.2). Items: {id, expected_version}."""
     with transaction.atomic(), connection.cursor() as cursor:
         out = _retract_within(cursor, caller=caller, items=items)
-        audit.record("record.retract", caller.credential_id, "credential", caller.project, len(items))
+        audit.record(op="record.retract", principal=caller.credential_id, principal_kind="credential",
+                     project=caller.project, magnitude=len(items))
     return [_public_retraction(result) for result in out]
 
 
@@ -398,7 +400,8 @@ def correct_records(*, caller, items):
     """Replace the object of 1–20 current records (governance.md §7.3)."""
     with transaction.atomic(), connection.cursor() as cursor:
         out = _correct_within(cursor, caller=caller, items=items)
-        audit.record("record.correct", caller.credential_id, "credential", caller.project, len(items))
+        audit.record(op="record.correct", principal=caller.credential_id, principal_kind="credential",
+                     project=caller.project, magnitude=len(items))
     return out
 
 

@@ -204,7 +204,8 @@ def unpark(*, project, observation_id, principal, principal_kind="operator", kic
         if cursor.rowcount == 0:
             raise NotFound("not_found", "that turn is not parked")
         recompute_watermark(cursor, project)
-        audit.record("formation.unpark", principal, principal_kind, project, 1)
+        audit.record(op="formation.unpark", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=1)
         if kick is not None:
             transaction.on_commit(lambda: kick(project), robust=True)
 

@@ -6,7 +6,7 @@ own, because that would silently change the extraction identity of every turn fo
 
 from collections.abc import Iterable, Sequence
 
-from formation.model import ExtractorConfigError, ModelConfig, ModelProposer
+from formation.model_client import ExtractorConfigError, ModelConfig, ModelProposer
 from formation.prompt import default_prompt
 from formation.proposals import PredicateSpec, Proposer
 from formation.rules import RulesProposer

@@ -56,7 +56,8 @@ def record_feedback(*, caller, record_id, note, proposed_object=None):
             " ON CONFLICT DO NOTHING",
             [item["id"], caller.project, record_id],
         )
-        audit.record("feedback.record", caller.credential_id, "credential", caller.project, 1)
+        audit.record(op="feedback.record", principal=caller.credential_id, principal_kind="credential",
+                     project=caller.project, magnitude=1)
     return item
 
 
@@ -117,7 +118,9 @@ def promote_feedback(*, caller, feedback_id, expected_version):
             [caller.credential_id, replacement, feedback_id],
         )
         promoted_at = cursor.fetchone()[0]
-        audit.record(operation, caller.credential_id, "credential", caller.project, 1)
-        audit.record("feedback.promote", caller.credential_id, "credential", caller.project, 1)
+        audit.record(op=operation, principal=caller.credential_id, principal_kind="credential",
+                     project=caller.project, magnitude=1)
+        audit.record(op="feedback.promote", principal=caller.credential_id, principal_kind="credential",
+                     project=caller.project, magnitude=1)
     return {"id": feedback_id, "record_id": record_id, "operation": operation,
             "replacement_record_id": replacement, "version": result["version"], "promoted_at": promoted_at}

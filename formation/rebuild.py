@@ -64,7 +64,7 @@ _unbuildable_warned = set()  # job ids whose unbuildable target this process has
 
 def _model_proposer():
     from .extractor import model_config_from_settings
-    from .model import ModelProposer
+    from .model_client import ModelProposer
 
     config = model_config_from_settings(settings)
     if config is None:
@@ -469,7 +469,8 @@ def start(*, project, target, principal, principal_kind="operator", dry_run=Fals
         with connection.cursor() as cursor:
             _project_exists(cursor, project)
         report = preview(project=project, proposer=proposer)
-        audit.record("formation.rebuild", principal, principal_kind, project, report["sources"])
+        audit.record(op="formation.rebuild", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=report["sources"])
         return report
     try:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -481,7 +482,8 @@ def start(*, project, target, principal, principal_kind="operator", dry_run=Fals
                 " SELECT %s::uuid, %s::text, %s::text, 'running', %s::boolean, coalesce((SELECT max(log_offset)"
                 "  FROM observation WHERE scope = %s), -1), 0, 0, 0, 0, 0, 0, 0, %s::text, now()",
                 [str(uuid.uuid4()), project, proposer.version, bool(clean_up), project, principal])
-            audit.record("formation.rebuild.start", principal, principal_kind, project, 1)
+            audit.record(op="formation.rebuild.start", principal=principal, principal_kind=principal_kind,
+                         project=project, magnitude=1)
             if kick is not None:
                 transaction.on_commit(lambda: kick(project), robust=True)
     except IntegrityError as exc:
@@ -499,7 +501,8 @@ def cancel(*, project, principal, principal_kind="operator"):
                        " lease_until = NULL WHERE scope = %s AND state = 'running' RETURNING job_id", [project])
         if cursor.fetchone() is None:
             raise NotFound("not_found", "no rebuild is running for this project")
-        audit.record("formation.rebuild.cancel", principal, principal_kind, project, 1)
+        audit.record(op="formation.rebuild.cancel", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=1)
     return latest_job(project=project)
 
 
@@ -641,7 +644,8 @@ def run_slice(project, *, budget=None, lease_seconds=None):
             except DatabaseError:
                 logger.warning("could not release a rebuild lease; it expires on its own")
         if result.sources:
-            audit.record_best_effort("formation.rebuild", audit.SYSTEM_PRINCIPAL, "system", project, result.sources)
+            audit.record_best_effort(op="formation.rebuild", principal=audit.SYSTEM_PRINCIPAL,
+                                     principal_kind="system", project=project, magnitude=result.sources)
 
 
 def _walk(project, job_id, owner, rows, target, proposer, v, lease_seconds, attempts, started, budget, result):
@@ -754,7 +758,8 @@ def _finish(project, job_id, owner, target, through, clean_up, proposer, v, leas
             if cursor.rowcount == 0:  # an empty project: nothing to reinterpret
                 cursor.execute("UPDATE formation_rebuild SET state = 'completed', finished_at = now(),"
                                " lease_owner = NULL, lease_until = NULL WHERE job_id = %s", [job_id])
-            audit.record("formation.rebuild", audit.SYSTEM_PRINCIPAL, "system", project, 0)
+            audit.record(op="formation.rebuild", principal=audit.SYSTEM_PRINCIPAL, principal_kind="system",
+                         project=project, magnitude=0)
         return "completed"
     finally:
         drain_unlock(project)
@@ -802,7 +807,8 @@ def _clean_up(project, job_id, owner, lease_seconds):
             cursor.execute("UPDATE formation_rebuild SET entities_purged = entities_purged + %s,"
                            " facts_purged = facts_purged + %s WHERE job_id = %s", [entities, facts, job_id])
             if removed:
-                audit.record("entity.purge", audit.SYSTEM_PRINCIPAL, "system", project, removed)
+                audit.record(op="entity.purge", principal=audit.SYSTEM_PRINCIPAL, principal_kind="system",
+                             project=project, magnitude=removed)
 
 
 # ---------------------------------------------------------------------------

@@ -199,7 +199,8 @@ def put_artifact(*, project, artifact_id, data_subject_id, kind, content, name=N
                                       data_subject_id=data_subject_id, kind=kind, name=name, content=decoded,
                                       digest=digest, expected=expected, principal=principal)
             artifact = _read_meta(cursor, project, artifact_id)
-            audit.record("artifact.put", principal, principal_kind, project, 0 if replayed else 1)
+            audit.record(op="artifact.put", principal=principal, principal_kind=principal_kind,
+                         project=project, magnitude=0 if replayed else 1)
     except DatabaseError as exc:
         if _constraint(exc) == CAPACITY_CONSTRAINT:
             raise RateLimited("storage_capacity", "storage capacity is exhausted") from None
@@ -355,7 +356,8 @@ def delete_artifact(*, project, artifact_id, expected_version=None, data_subject
             raise _conflict()
         cursor.execute("DELETE FROM agent_artifact WHERE scope = %s AND artifact_id = %s", [project, artifact_id])
         cursor.execute("DELETE FROM observation WHERE scope = %s AND observation_id = %s", [project, str(row[1])])
-        audit.record("artifact.delete", principal, principal_kind, project, 1)
+        audit.record(op="artifact.delete", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=1)
 
 
 @dataclass(frozen=True)
@@ -399,5 +401,6 @@ def configure_storage(*, project, max_object_bytes, max_bytes, max_objects, max_
         )
         if cursor.rowcount != 1:
             raise _not_found()
-        audit.record("artifact.configure", principal, principal_kind, project, 1)
+        audit.record(op="artifact.configure", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=1)
     return get_storage_policy(project=project)

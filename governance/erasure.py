@@ -418,7 +418,9 @@ def _erase_once(project, subject, ids, reason, principal, principal_kind):
             [json.dumps(deleted), json.dumps(residual), request_id])
         completed_at = cursor.fetchone()[0]
         magnitude = sum(v for k, v in deleted.items() if k != "fact_evidence_orphaned")
-        transaction.on_commit(lambda: audit.record_best_effort("erase", principal, principal_kind, project, magnitude))
+        transaction.on_commit(lambda: audit.record_best_effort(op="erase", principal=principal,
+                                                               principal_kind=principal_kind, project=project,
+                                                               magnitude=magnitude))
     receipt = _receipt(request_id, project, subject, ids, completed_at, deleted, residual)
     if not receipt["clean"]:
         logger.warning("erasure %s in %s left residual rows", request_id, project)

@@ -79,7 +79,8 @@ def export(*, project, data_subject_id=None, source_observation_ids=None, princi
         for key, from_where, params, order in sections:
             cursor.execute(f"SELECT to_jsonb(t.*) FROM {from_where} ORDER BY {order}", params)
             out[key] = [_load(row[0]) for row in cursor.fetchall()]
-    audit.record_best_effort("export", principal, principal_kind, project, total)
+    audit.record_best_effort(op="export", principal=principal, principal_kind=principal_kind, project=project,
+                             magnitude=total)
     result = {
         "scope": project,
         "data_subject_id": subject or "",

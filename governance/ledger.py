@@ -42,7 +42,8 @@ def seal(*, principal, principal_kind):
         # The head digest goes to the log too, so it can be kept somewhere the database cannot reach.
         logger.info("audit seal %s covers entries %s..%s, head %s", sealed["seal_id"], sealed["from_entry"],
                     sealed["to_entry"], sealed["digest"])
-    audit.record_best_effort("audit.seal", principal, principal_kind, "", sealed["entry_count"] if sealed else 0)
+    audit.record_best_effort(op="audit.seal", principal=principal, principal_kind=principal_kind, project="",
+                             magnitude=sealed["entry_count"] if sealed else 0)
     return sealed
 
 
@@ -147,5 +148,6 @@ def verify(*, principal, principal_kind, expect_head=None):
         "outside": outside,
         "gaps": gaps,
     }
-    audit.record_best_effort("audit.verify", principal, principal_kind, "", seals)
+    audit.record_best_effort(op="audit.verify", principal=principal, principal_kind=principal_kind,
+                             project="", magnitude=seals)
     return result

@@ -13,12 +13,14 @@ def purge_entity(*, caller, entity_id, reason, confirm):
     with transaction.atomic(), connection.cursor() as cursor:
         result = purge_locked(cursor, project=caller.project, entity_id=entity_id)
         if confirmed:
-            audit.record("entity.purge", caller.credential_id, "credential", caller.project,
-                         sum(result["removed"].values()))
+            audit.record(op="entity.purge", principal=caller.credential_id, principal_kind="credential",
+                         project=caller.project,
+                         magnitude=sum(result["removed"].values()))
         else:
             transaction.set_rollback(True)
     if not confirmed:
-        audit.record_best_effort("entity.purge", caller.credential_id, "credential", caller.project, 0)
+        audit.record_best_effort(op="entity.purge", principal=caller.credential_id,
+                                 principal_kind="credential", project=caller.project, magnitude=0)
     result["reason"] = reason
     result["previewed"] = not confirmed
     return result

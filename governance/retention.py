@@ -72,7 +72,8 @@ def _pass(project, now):
             " VALUES (gen_random_uuid(), %s, now(), %s, %s::jsonb) RETURNING sweep_id, swept_at",
             [project, len(ids), json.dumps(deleted)])
         sweep_id, swept_at = cursor.fetchone()
-        audit.record("retention.sweep", audit.SYSTEM_PRINCIPAL, "system", project, len(ids))
+        audit.record(op="retention.sweep", principal=audit.SYSTEM_PRINCIPAL, principal_kind="system",
+                     project=project, magnitude=len(ids))
     receipt = {"sweep_id": str(sweep_id), "scope": project, "swept_at": format_ts(swept_at),
                "observations": len(ids), "deleted": deleted}
     return receipt, len(ids) == PAGE

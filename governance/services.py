@@ -23,7 +23,8 @@ def create_project(*, name, label=None, retention_days=None, principal, principa
         if Project.objects.filter(name=name).exists():
             raise Conflict("project_exists", f"project {name} already exists")
         project = Project.objects.create(name=name, label=label, retention_days=retention_days)
-        audit.record("project.create", principal, principal_kind, name, 1)
+        audit.record(op="project.create", principal=principal, principal_kind=principal_kind, project=name,
+                     magnitude=1)
     return project
 
 
@@ -44,7 +45,8 @@ def suspend_project(*, name, principal, principal_kind="operator"):
         project = _locked_project(name)
         if project.suspended_at is None:
             Project.objects.filter(name=name).update(suspended_at=timezone.now())
-        audit.record("project.suspend", principal, principal_kind, name, 1)
+        audit.record(op="project.suspend", principal=principal, principal_kind=principal_kind, project=name,
+                     magnitude=1)
     return Project.objects.get(name=name)
 
 
@@ -52,7 +54,8 @@ def resume_project(*, name, principal, principal_kind="operator"):
     with transaction.atomic():
         _locked_project(name)
         Project.objects.filter(name=name).update(suspended_at=None)
-        audit.record("project.resume", principal, principal_kind, name, 1)
+        audit.record(op="project.resume", principal=principal, principal_kind=principal_kind, project=name,
+                     magnitude=1)
     return Project.objects.get(name=name)
 
 
@@ -62,7 +65,8 @@ def set_project_retention(*, name, retention_days, principal, principal_kind="op
     with transaction.atomic():
         _locked_project(name)
         Project.objects.filter(name=name).update(retention_days=retention_days)
-        audit.record("project.retention", principal, principal_kind, name, 1)
+        audit.record(op="project.retention", principal=principal, principal_kind=principal_kind, project=name,
+                     magnitude=1)
     return Project.objects.get(name=name)
 
 
@@ -89,7 +93,8 @@ def issue_credential(*, project, name, access="read_write", principal, principal
         credential = Credential.objects.create(
             project=owner, name=name, access=access, token_digest=tokens.digest(token),
             token_prefix=token[: tokens.PREFIX_LENGTH])
-        audit.record("credential.issue", principal, principal_kind, project, 1)
+        audit.record(op="credential.issue", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=1)
     return credential, token
 
 
@@ -101,5 +106,6 @@ def revoke_credential(*, credential_id, principal, principal_kind="operator"):
             raise NotFound("not_found", "no such credential") from None
         if credential.revoked_at is None:
             Credential.objects.filter(credential_id=credential_id).update(revoked_at=timezone.now())
-        audit.record("credential.revoke", principal, principal_kind, credential.project_id, 1)
+        audit.record(op="credential.revoke", principal=principal, principal_kind=principal_kind,
+                     project=credential.project_id, magnitude=1)
     return Credential.objects.get(credential_id=credential_id)

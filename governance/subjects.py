@@ -142,7 +142,8 @@ def register_subject(*, project, idempotency_key, external_reference=None, label
                 row = _fetch(cursor, project, str(subject_id), lock="FOR SHARE OF s")
                 if row is None:
                     raise _conflict()
-                audit.record("subject.register", principal, principal_kind, project, 0)
+                audit.record(op="subject.register", principal=principal, principal_kind=principal_kind,
+                             project=project, magnitude=0)
                 return _row_to_subject(row), True
             subject_id = str(uuid.uuid4())
             _claim_reference(cursor, project, reference)
@@ -160,7 +161,8 @@ def register_subject(*, project, idempotency_key, external_reference=None, label
                 [project, digest, request_digest, subject_id],
             )
             row = _fetch(cursor, project, subject_id)
-            audit.record("subject.register", principal, principal_kind, project, 1)
+            audit.record(op="subject.register", principal=principal, principal_kind=principal_kind,
+                         project=project, magnitude=1)
             return _row_to_subject(row), False
     except IntegrityError as exc:
         if _is_reference_taken(exc):
@@ -234,7 +236,8 @@ def update_subject(*, project, subject_id, expected_version, external_reference=
             if expected != current:
                 if previous is None or expected != str(previous) or last is None or bytes(last) != request_digest:
                     raise _conflict()
-                audit.record("subject.update", principal, principal_kind, project, 0)
+                audit.record(op="subject.update", principal=principal, principal_kind=principal_kind,
+                             project=project, magnitude=0)
                 return _row_to_subject(row), True
             _claim_reference(cursor, project, reference, subject_id)
             cursor.execute(
@@ -244,7 +247,8 @@ def update_subject(*, project, subject_id, expected_version, external_reference=
                 [reference or None, label, str(uuid.uuid4()), request_digest, principal, project, subject_id],
             )
             row = _fetch(cursor, project, subject_id)
-            audit.record("subject.update", principal, principal_kind, project, 1)
+            audit.record(op="subject.update", principal=principal, principal_kind=principal_kind,
+                         project=project, magnitude=1)
             return _row_to_subject(row), False
     except IntegrityError as exc:
         if _is_reference_taken(exc):

@@ -62,7 +62,8 @@ def start(*, project, principal, principal_kind, embedder=None, auto_activate=Fa
             project_id=project, provider=identity.provider, model=identity.model, revision=identity.revision,
             dimensions=identity.dimensions, input_format=identity.input_format, state="building",
             auto_activate=auto_activate, started_by=principal)
-        audit.record("embedding.start", principal, principal_kind, project, 1)
+        audit.record(op="embedding.start", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=1)
     return generation
 
 
@@ -127,7 +128,8 @@ def _store(project, generation, batch, vectors, principal, principal_kind):
             " ON CONFLICT (generation_id, chunk_id) DO NOTHING",
             [str(generation.generation_id), generation.dimensions, chunks, digests, literals, project])
         stored = cursor.rowcount
-        audit.record("embedding.build", principal, principal_kind, project, stored)
+        audit.record(op="embedding.build", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=stored)
     return stored
 
 
@@ -207,7 +209,8 @@ def _store_entities(project, generation, evidence, vectors, unchanged, principal
                 cursor.execute("UPDATE entity_vector SET evidence_seen = %s, names_seen = %s, source_ids = %s::uuid[]"
                                " WHERE generation_id = %s AND entity_id = %s", [*marks, generation_id, entity_id])
         if stored:
-            audit.record("embedding.build", principal, principal_kind, project, stored)
+            audit.record(op="embedding.build", principal=principal, principal_kind=principal_kind,
+                         project=project, magnitude=stored)
     return stored
 
 
@@ -249,7 +252,8 @@ def activate(*, project, generation_id, principal, principal_kind):
         cursor.execute("UPDATE embedding_generation SET state = 'active', activated_at = now(),"
                        " built_at = coalesce(built_at, now()) WHERE generation_id = %s",
                        [str(generation.generation_id)])
-        audit.record("embedding.activate", principal, principal_kind, project, 1)
+        audit.record(op="embedding.activate", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=1)
     generation.refresh_from_db()
     return generation
 
@@ -269,7 +273,8 @@ def cancel(*, project, generation_id, principal, principal_kind):
             deleted += cursor.rowcount
         cursor.execute("UPDATE embedding_generation SET state = 'cancelled', ended_at = now()"
                        " WHERE generation_id = %s", [str(generation.generation_id)])
-        audit.record("embedding.cancel", principal, principal_kind, project, deleted)
+        audit.record(op="embedding.cancel", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=deleted)
     return deleted
 
 
@@ -286,7 +291,8 @@ def prune(*, project, principal, principal_kind):
                            " WHERE g.generation_id = v.generation_id AND g.scope = %s"
                            " AND g.state IN ('cancelled', 'retired')", [project])
             deleted += cursor.rowcount
-        audit.record("embedding.prune", principal, principal_kind, project, deleted)
+        audit.record(op="embedding.prune", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=deleted)
     return deleted
 
 
@@ -314,7 +320,8 @@ def repair(*, project, generation_id, principal, principal_kind):
             " AND sha256(convert_to(m.content, 'UTF8')) <> ps.content_digest", [project])
         rederived = cursor.rowcount
         deleted += _drop_outdated_entities(cursor, project, generation)
-        audit.record("embedding.repair", principal, principal_kind, project, deleted + rederived)
+        audit.record(op="embedding.repair", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=deleted + rederived)
     return deleted
 
 

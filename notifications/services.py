@@ -30,7 +30,8 @@ def register_endpoint(*, project, url, principal):
             " VALUES (%s, %s, %s, %s, %s, now()) RETURNING created_at",
             [endpoint_id, project, url, secretbox.seal(secret), principal])
         created_at = cursor.fetchone()[0]
-        audit.record("notification.register", principal, "credential", project, 1)
+        audit.record(op="notification.register", principal=principal, principal_kind="credential",
+                     project=project, magnitude=1)
     return {"id": endpoint_id, "url": url, "created_at": created_at, "secret": secret}
 
 
@@ -47,7 +48,8 @@ def disable_endpoint(*, project, endpoint_id, principal, principal_kind="credent
             "UPDATE notification_delivery SET parked_at = now(), last_error = 'endpoint disabled',"
             " lease_until = NULL, claim_token = NULL"
             " WHERE endpoint_id = %s AND delivered_at IS NULL AND parked_at IS NULL", [endpoint_id])
-        audit.record("notification.disable", principal, principal_kind, project, 1)
+        audit.record(op="notification.disable", principal=principal, principal_kind=principal_kind,
+                     project=project, magnitude=1)
     return {"disabled": True}
 
 
@@ -63,5 +65,6 @@ def retry_parked(*, delivery_ids, principal):
             " RETURNING d.scope", [[str(i) for i in delivery_ids]])
         scopes = [row[0] for row in cursor.fetchall()]
         for scope in sorted(set(scopes)):
-            audit.record("notification.retry", principal, "operator", scope, scopes.count(scope))
+            audit.record(op="notification.retry", principal=principal, principal_kind="operator",
+                         project=scope, magnitude=scopes.count(scope))
     return len(scopes)

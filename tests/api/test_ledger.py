@@ -35,7 +35,7 @@ def _refused(sql, params=()):
 def sealed_rows(db):
     project = unique_name()
     services.create_project(name=project, principal="cli")
-    audit.record("project.list", "cli", "operator", project, 1)
+    audit.record(op="project.list", principal="cli", principal_kind="operator", project=project, magnitude=1)
     with connection.cursor() as cursor:
         cursor.execute("SELECT * FROM memoir_audit_seal_now()")
         cursor.execute("INSERT INTO erasure_request (request_id, scope, selector, reason, principal, principal_kind,"
@@ -93,7 +93,7 @@ def test_closed_sets_are_refused_by_database_and_model():
     with pytest.raises(ValidationError):
         AuditEntry(operation="nope", principal="cli", principal_kind="operator", outcome="allowed").full_clean()
     with pytest.raises(audit.UnknownOperation):
-        audit.record("nope", "cli", "operator")
+        audit.record(op="nope", principal="cli", principal_kind="operator")
 
 
 def test_vocabulary_is_seeded():

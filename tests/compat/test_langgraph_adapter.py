@@ -11,7 +11,6 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
-from django.db import connection
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage, SystemMessage
 from taisce import MEMORY_MESSAGE_PREFIX, Client, TaisceError, turn_key
@@ -23,6 +22,7 @@ from formation.rules import RulesProposer
 from memory import services
 from tests.conftest import make_project
 from tests.support.aio import run_async
+from tests.support.db import rows
 
 pytestmark = pytest.mark.live
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -76,12 +76,6 @@ class Run:
 
     def bodies(self, path):
         return [body for sent_path, body in self.sent if sent_path == path]
-
-
-def rows(sql, params=()):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(params))
-        return cursor.fetchall()
 
 
 def stored_turns(project):

@@ -18,7 +18,7 @@ SKIP = ("logout", "password_change", "/add/", "/delete/", "/history/", "/issue/"
 
 def _model_proposer(server):
     from formation.gates import effective_unresolvable
-    from formation.model import ModelConfig, ModelProposer
+    from formation.model_client import ModelConfig, ModelProposer
     from formation.proposals import PredicateSpec
     from memory.vocabulary import PREDICATES, SPEAKER_TERMS, UNRESOLVABLE_TERMS
 

@@ -18,7 +18,7 @@ def _seed_under_a_model(committed, project):
     """Turns formed by a model extractor (the fake model), so rules/v1 is a different reading to move to."""
     from formation import driver
     from formation import vocabulary as vocab
-    from formation.model import ModelConfig, ModelProposer
+    from formation.model_client import ModelConfig, ModelProposer
     from tests.formation.rebuild_support import observe
 
     reply = json.dumps({"claims": [{"subject": "I", "predicate": "lives_in", "object": "Dublin city",

@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from formation import model as model_module
+from formation import model_client as model_module
 from formation.extractor import ExtractorConfigError, build_proposer
 from formation.gates import Admitted, effective_unresolvable, judge
 from formation.locate import quote_at
-from formation.model import (
+from formation.model_client import (
     EXTRACTOR_CODE_VERSION,
     ModelConfig,
     ModelProposer,

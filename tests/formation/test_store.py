@@ -8,7 +8,7 @@ from django.db import connection
 
 from formation import driver
 from formation import vocabulary as vocab
-from formation.model import ModelConfig, ModelProposer
+from formation.model_client import ModelConfig, ModelProposer
 from formation.rules import RulesProposer
 from governance.erasure import erase
 from memory import services

@@ -15,6 +15,8 @@ from formation.driver import drain
 from formation.rules import RulesProposer
 from memory import services
 from memory.services import claim_offset, recompute_watermark
+from tests.support.db import first as one  # the governance tests' one(): the first row or None
+from tests.support.db import rows  # noqa: F401 - re-exported to the governance tests
 
 # Every table a receipt key counts, with the SQL that counts one project's rows in it.
 PROJECT_COUNTS = {
@@ -77,18 +79,6 @@ SUBJECT_COUNTS = {
 def word(prefix, n=6):
     """A capitalised made-up word no other test writes, so a dump search cannot hit someone else's rows."""
     return prefix + "".join(random.choices(string.ascii_lowercase, k=n))
-
-
-def one(sql, params=()):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()
-
-
-def rows(sql, params=()):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 def project_counts(project):

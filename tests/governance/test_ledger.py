@@ -29,7 +29,7 @@ def _verify():
 
 def _write(n):
     for _ in range(n):
-        audit.record("project.list", "cli", "operator", "", 1)
+        audit.record(op="project.list", principal="cli", principal_kind="operator", project="", magnitude=1)
 
 
 def _tamper(table, sql, params=()):
@@ -125,7 +125,7 @@ def test_verification_stops_at_the_first_broken_seal(sealed):
 def test_memoir_audit_verify_exits_1_when_the_chain_is_broken(owner_db):
     from core import audit
 
-    audit.record("project.list", "cli", "operator", "", 0)
+    audit.record(op="project.list", principal="cli", principal_kind="operator", project="", magnitude=0)
     sealed = json.loads(_run("memoir_audit", "seal"))
     assert json.loads(_run("memoir_audit", "verify"))["valid"] is True
     with connection.cursor() as cursor:

@@ -6,12 +6,13 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.db import connection
 from django.test import Client
 
 from formation.driver import drain, mark_formed
 from formation.rules import RulesProposer
 from memory import services
+from tests.support.db import one  # noqa: F401 - re-exported to the reads tests
+from tests.support.db import rows as query
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -42,18 +43,6 @@ def formed_turns(project, subject, count, *, start=0, text=None):
         mark_formed(project, receipt.id)
         receipts.append(receipt)
     return receipts
-
-
-def query(sql, params=()):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(params))
-        return cursor.fetchall() if cursor.description else []
-
-
-def one(sql, params=()):
-    rows = query(sql, params)
-    assert len(rows) == 1, rows
-    return rows[0]
 
 
 def facts_of(project):

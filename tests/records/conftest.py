@@ -8,6 +8,7 @@ from django.db import connection
 from django.test import Client
 
 from tests.conftest import unique_name
+from tests.support.db import one, rows  # noqa: F401 - re-exported to the records tests
 
 
 class Api:
@@ -58,18 +59,6 @@ def api(db):
 def other_api(db):
     """A second project, for the cross-project rule: its ids must be invisible to `api` and back."""
     return Api(*_project())
-
-
-def rows(sql, params=()):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(params))
-        return cursor.fetchall()
-
-
-def one(sql, params=()):
-    result = rows(sql, params)
-    assert len(result) == 1, result
-    return result[0]
 
 
 def ledger(project, op):

@@ -27,7 +27,7 @@ def _one(sql, params=()):
 
 def _write(n):
     for _ in range(n):
-        audit.record("project.list", "cli", "operator", "", 1)
+        audit.record(op="project.list", principal="cli", principal_kind="operator", project="", magnitude=1)
 
 
 def _last_entry():

@@ -56,7 +56,8 @@ class Command(OperatorCommand):
                 "   AND o.formed_at IS NULL AND o.parked_at IS NULL)"
                 " FROM project p LEFT JOIN watermark w ON w.scope = p.name ORDER BY p.name")
             rows = cursor.fetchall()
-        audit.record("formation.status", audit.CLI_PRINCIPAL, "operator", "", len(rows))
+        audit.record(op="formation.status", principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                     project="", magnitude=len(rows))
         result = [{"project": n, "stored": s, "formed": f, "parked": p, "backlog": b} for n, s, f, p, b in rows]
         return result, [f"{n}\tstored={s}\tformed={f}\tparked={p}\tbacklog={b}" for n, s, f, p, b in rows]
 
@@ -70,7 +71,8 @@ class Command(OperatorCommand):
                 " WHERE scope = %s AND parked_at IS NOT NULL AND log_offset > %s ORDER BY log_offset LIMIT %s",
                 [project, after, limit])
             rows = cursor.fetchall()
-        audit.record("formation.parked", audit.CLI_PRINCIPAL, "operator", project, len(rows))
+        audit.record(op="formation.parked", principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                     project=project, magnitude=len(rows))
         result = [{"observation_id": str(o), "log_offset": off, "attempts": a, "parked_at": p, "reason": e}
                   for o, off, a, p, e in rows]
         return result, [f"{off}\t{o}\tattempts={a}\tparked_at={p.isoformat()}\t{e}" for o, off, a, p, e in rows]
@@ -100,7 +102,8 @@ class Command(OperatorCommand):
             job = rebuild.cancel(project=project, principal=audit.CLI_PRINCIPAL)
             return job, [self._job_line(job)]
         job = rebuild.latest_job(project=project)
-        audit.record("formation.rebuild", audit.CLI_PRINCIPAL, "operator", project, 0)
+        audit.record(op="formation.rebuild", principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                     project=project, magnitude=0)
         if job is None:
             return None, ["no rebuild for this project"]
         return job, [self._job_line(job)]

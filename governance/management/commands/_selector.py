@@ -27,7 +27,8 @@ def read_sources(path):
 
 def refuse(op, project, err):
     """A refused CLI attempt leaves its ledger row, then fails the command."""
-    audit.record_best_effort(op, audit.CLI_PRINCIPAL, "operator", project if err.status != 404 else "", 0, "refused")
+    audit.record_best_effort(op=op, principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                             project=project if err.status != 404 else "", magnitude=0, outcome="refused")
     raise OperatorError(err.message or err.code, code=err.code)
 
 
@@ -36,7 +37,8 @@ def require_project(op, project):
     try:
         project_exists(project)
     except OperatorError:
-        audit.record_best_effort(op, audit.CLI_PRINCIPAL, "operator", "", 0, "refused")
+        audit.record_best_effort(op=op, principal=audit.CLI_PRINCIPAL, principal_kind="operator", project="",
+                                 magnitude=0, outcome="refused")
         raise unknown_project(project) from None
 
 

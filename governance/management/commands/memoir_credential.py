@@ -35,7 +35,8 @@ class Command(OperatorCommand):
     def do_list(self, project, **_):
         require_project(project)
         credentials = selectors.list_credentials(project=project)
-        audit.record("credential.list", audit.CLI_PRINCIPAL, "operator", project, len(credentials))
+        audit.record(op="credential.list", principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                     project=project, magnitude=len(credentials))
         rows, lines = [], []
         for c in credentials:
             rows.append({"credential_id": str(c.credential_id), "name": c.name, "access": c.access,

@@ -19,7 +19,8 @@ class Command(OperatorCommand):
         limit = parse_limit(limit)
         require_project("erasure.list", project)
         items = erasure.list_erasures(project=project, limit=limit)
-        audit.record("erasure.list", audit.CLI_PRINCIPAL, "operator", project, len(items))
+        audit.record(op="erasure.list", principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                     project=project, magnitude=len(items))
         lines = []
         for item in items:
             clean = {True: "clean", False: "RESIDUAL", None: "open"}[item["clean"]]

@@ -32,7 +32,8 @@ class Command(OperatorCommand):
 
     def do_list(self, **_):
         projects = selectors.list_projects()
-        audit.record("project.list", audit.CLI_PRINCIPAL, "operator", "", len(projects))
+        audit.record(op="project.list", principal=audit.CLI_PRINCIPAL, principal_kind="operator", project="",
+                     magnitude=len(projects))
         rows, lines = [], []
         for p in projects:
             retention = f"{p.retention_days} days" if p.retention_days else "indefinite"

@@ -19,5 +19,6 @@ class Command(OperatorCommand):
         limit = parse_limit(limit)
         require_project("refusal.summary", project)
         rows = export.refusal_summary(project=project, limit=limit)
-        audit.record("refusal.summary", audit.CLI_PRINCIPAL, "operator", project, len(rows))
+        audit.record(op="refusal.summary", principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                     project=project, magnitude=len(rows))
         return rows, [f"{row['count']}\t{row['reason']}\t{row['predicate']}" for row in rows]

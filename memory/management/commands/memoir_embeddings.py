@@ -80,7 +80,8 @@ class Command(BaseCommand):
 
     def do_search(self, project, question, limit, **_):
         found = passages.search(project=project, question=question, limit=limit)
-        audit.record("embedding.search", audit.CLI_PRINCIPAL, "operator", project, len(found.hits))
+        audit.record(op="embedding.search", principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                     project=project, magnitude=len(found.hits))
         self.stdout.write(f"build_state={found.build_state} generation={found.generation_id or '-'}")
         for hit in found.hits:
             self.stdout.write(f"{hit.similarity:.4f} {hit.chunk_id} {hit.role}")

@@ -26,7 +26,8 @@ class Command(BaseCommand):
 
     def do_endpoints(self, project, **_):
         rows = selectors.list_endpoints(project=project)
-        audit.record("notification.list", audit.CLI_PRINCIPAL, "operator", project, len(rows))
+        audit.record(op="notification.list", principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                     project=project, magnitude=len(rows))
         for row in rows:
             state = f"disabled {format_ts(row['disabled_at'])}" if row["disabled_at"] else "enabled"
             self.stdout.write(f"{row['id']}\t{row['url']}\t{format_ts(row['created_at'])}\t{state}")
@@ -40,7 +41,8 @@ class Command(BaseCommand):
                 " FROM notification_delivery WHERE scope = %s"
                 " ORDER BY parked_at DESC NULLS LAST, created_at DESC LIMIT %s", [project, limit])
             rows = cursor.fetchall()
-        audit.record("notification.deliveries", audit.CLI_PRINCIPAL, "operator", project, len(rows))
+        audit.record(op="notification.deliveries", principal=audit.CLI_PRINCIPAL, principal_kind="operator",
+                     project=project, magnitude=len(rows))
         for delivery_id, formed, attempts, status, error, delivered_at, parked_at in rows:
             state = "delivered" if delivered_at else ("parked" if parked_at else "pending")
             self.stdout.write(f"{delivery_id}\t{state}\tformed_through={formed}\tattempts={attempts}"
