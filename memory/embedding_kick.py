@@ -2,15 +2,20 @@
 
 Coalesced per project like formation's kick: at most one publish per window, a kick inside a window is sent
 once at its end. A lost kick only delays embedding: the beat sweep finds every source still missing."""
+from celery import current_app
+from django.conf import settings
+
 from .kicks import CoalescedKick
 
 KICK_WINDOW = 0.25
 
 
-def _send_follow(project):
-    from .tasks import follow_project  # tasks import the follower's services: import at call time
+# Published by name, like formation's drain: the task module imports the follower, which kicks.
+FOLLOW_TASK = "memory.tasks.follow_project"
 
-    follow_project.apply_async(args=[project], retry=False)
+
+def _send_follow(project):
+    current_app.send_task(FOLLOW_TASK, args=[project], retry=False)
 
 
 _kick = CoalescedKick(send=_send_follow, window=KICK_WINDOW, what="embedding")
@@ -18,8 +23,6 @@ _kick = CoalescedKick(send=_send_follow, window=KICK_WINDOW, what="embedding")
 
 def kick_follow(project):
     """Ask a worker to embed `project`'s new passage sources. Returns True when a publish happened now."""
-    from django.conf import settings
-
     if settings.MEMOIR_EMBEDDER == "none":
         return False
     return _kick(project)

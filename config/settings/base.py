@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import environ
+from kombu import Queue
 
 from config.logs import build_logging
 
@@ -149,6 +150,32 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ALWAYS_EAGER = env.bool("MEMOIR_CELERY_EAGER", default=False)
+CELERY_TASK_QUEUES = (Queue("default"), Queue("formation"))
+CELERY_TASK_ROUTES = {
+    "formation.tasks.drain_project": {"queue": "formation"},
+    "formation.tasks.compaction_pass": {"queue": "formation"},
+    "formation.tasks.rebuild_slice": {"queue": "formation"},
+}
+# Sweeps only kick: each entry expires with its interval, so a beat that outruns the workers queues nothing.
+_FORMATION_INTERVAL = env.float("MEMOIR_FORMATION_INTERVAL", default=5.0)
+_EMBEDDING_INTERVAL = env.float("MEMOIR_EMBEDDING_INTERVAL", default=10.0)
+_NOTIFY_INTERVAL = env.float("MEMOIR_NOTIFY_INTERVAL", default=5.0)
+
+
+def _every(task, seconds):
+    return {"task": task, "schedule": seconds, "options": {"expires": seconds}}
+
+
+CELERY_BEAT_SCHEDULE = {
+    "formation-sweep": _every("formation.tasks.sweep", _FORMATION_INTERVAL),
+    "formation-compaction": _every("formation.tasks.compaction_pass", 60.0),
+    "formation-rebuild-sweep": _every("formation.tasks.rebuild_sweep", _FORMATION_INTERVAL),
+    "retention-sweep": _every("governance.tasks.retention_sweep", 3600.0),
+    "embedding-sweep": _every("memory.tasks.embedding_sweep", _EMBEDDING_INTERVAL),
+    "lexeme-count-fold": _every("memory.tasks.fold_lexeme_counts", 30.0),
+    "audit-seal": _every("governance.tasks.seal_audit", 300.0),
+    "notification-deliveries": _every("notifications.tasks.deliver", _NOTIFY_INTERVAL),
+}
 
 # Formation (formation.md).
 MEMOIR_EXTRACTOR = env("MEMOIR_EXTRACTOR", default="auto")
