@@ -3,7 +3,7 @@ report candidates route that still validates and then answers 503."""
 from django.conf import settings
 
 from core.closed_sets import ROLES
-from core.encoding import format_ts
+from core.encoding import format_ts, server_timing
 from core.limits import MAX_SUBJECT_BYTES
 from core.strings import has_nul, is_blank, utf8_len
 from memory import entity_candidates, passages, recall
@@ -37,7 +37,9 @@ class RecallView(V1View):
         bundle = recall.recall(project=caller.project, question=question, applied=applied,
                                data_subject_id=subject, as_of=body.get("as_of"),
                                as_known_at=body.get("as_known_at"), timings=timings)
-        headers = {"Server-Timing": passages.server_timing(timings["embed"], timings["embed_wait"])} if timings else {}
+        headers = {}
+        if timings:  # the question was embedded: the model's time and the part of it the request waited for
+            headers["Server-Timing"] = server_timing({"embed": timings["embed"], "embed-wait": timings["embed_wait"]})
         return Result(bundle, magnitude=len(bundle["facts"]), headers=headers)
 
 
@@ -113,8 +115,8 @@ class PassagesSearchView(_UnavailableSearch):
                 "approximate": found.approximate, "passages": items}
         headers = {}
         if found.semantic:
-            headers["Server-Timing"] = passages.server_timing(found.question_embedding_ms,
-                                                              found.question_embedding_wait_ms)
+            headers["Server-Timing"] = server_timing({"embed": found.question_embedding_ms,
+                                                      "embed-wait": found.question_embedding_wait_ms})
         return Result(data, magnitude=len(items), headers=headers)
 
 

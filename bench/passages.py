@@ -21,6 +21,9 @@ import httpx
 import psycopg
 from _common import ROOT, bench_url, ensure_bench_database, fmt, setup_django, summary
 
+# core needs no settings; _common has put the repository first on the import path.
+from core.encoding import parse_server_timing
+
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
 N = int(os.environ.get("BENCH_PASSAGES_N", "100000"))
@@ -343,11 +346,7 @@ def http_part(client, url, questions, warmup):
 
 
 def server_timing(response):
-    out = {}
-    for part in response.headers.get("Server-Timing", "").split(","):
-        name, _, duration = part.strip().partition(";dur=")
-        if name:
-            out[name] = float(duration)
+    out = parse_server_timing(response.headers.get("Server-Timing", ""))
     assert "embed" in out and "embed-wait" in out, response.headers
     return out
 

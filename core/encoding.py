@@ -70,3 +70,18 @@ def format_range(r) -> dict | None:
         "from_inclusive": bounds[0] == "[",
         "until_inclusive": bounds[1] == "]",
     }
+
+
+def server_timing(durations: dict) -> str:
+    """A `Server-Timing` header value from {name: milliseconds}: durations only, never content."""
+    return ", ".join(f"{name};dur={ms:.1f}" for name, ms in durations.items())
+
+
+def parse_server_timing(value: str) -> dict:
+    """{name: milliseconds} from a `Server-Timing` header value (what the bench and tests read back)."""
+    out = {}
+    for part in value.split(","):
+        name, _, duration = part.strip().partition(";dur=")
+        if name:
+            out[name] = float(duration)
+    return out

@@ -412,9 +412,3 @@ def preview(content, limit_bytes=PREVIEW_BYTES):
         return content, len(data), True
     text = data[:limit_bytes].decode("utf-8", errors="ignore")
     return text, len(text.encode("utf-8")), False
-
-
-def server_timing(model_ms, waited_ms):
-    """The `Server-Timing` header value for a request that embedded its question: the model's time and the part
-    of it the request waited for (the rest ran beside the lexical half). Durations only, never content."""
-    return f"embed;dur={model_ms:.1f}, embed-wait;dur={waited_ms:.1f}"

@@ -5,6 +5,7 @@ import math
 import pytest
 from django.db import connection
 
+from core.encoding import parse_server_timing
 from core.errors import Conflict
 from memory import embedders, generations, passages
 from memory.embedders import EmbedderError, checked
@@ -91,13 +92,7 @@ def test_hybrid_search_over_an_active_generation(project, auth, fake, endpoint_e
 
 
 def _timing(response):
-    """{name: duration ms} from a Server-Timing header."""
-    out = {}
-    for part in response.headers.get("Server-Timing", "").split(","):
-        name, _, duration = part.strip().partition(";dur=")
-        if name:
-            out[name] = float(duration)
-    return out
+    return parse_server_timing(response.headers.get("Server-Timing", ""))
 
 
 def test_the_question_embedding_time_is_reported_apart(project, auth, fake, endpoint_embedder):
