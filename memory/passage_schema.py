@@ -14,6 +14,31 @@ PASSAGE_KINDS = (
     ("passage_vector", "passage_vector", "source_id", "a passage source's embedding in one generation"),
 )
 
+# A message's passage source, selected from the trigger's transition table `new_messages` (turns only).
+_SOURCES_INSERT = f"""
+    INSERT INTO public.passage_source (chunk_id, scope, source_id, ordinal, role, log_offset, occurred_at,
+                                       data_subject_id, content_digest, message_bytes, lexemes)
+    SELECT n.chunk_id, o.scope, n.observation_id, n.ordinal, n.role, o.log_offset, n.occurred_at, o.data_subject_id,
+           sha256(convert_to(n.content, 'UTF8')), octet_length(convert_to(n.content, 'UTF8')),
+           to_tsvector('{TS_CONFIG}'::regconfig, n.content)
+    FROM new_messages n JOIN public.observation o ON o.observation_id = n.observation_id
+    WHERE o.kind = 'turn'"""
+
+
+def _sources_function(body):
+    return f"""
+CREATE OR REPLACE FUNCTION memoir_passage_sources() RETURNS trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF TG_TABLE_NAME <> 'turn_message' THEN
+    RAISE EXCEPTION 'memoir_passage_sources serves turn_message only';
+  END IF;
+{body};
+  RETURN NULL;
+END $$;
+"""
+
+
 SOURCES_SQL = f"""
 CREATE TABLE passage_source (
   chunk_id uuid PRIMARY KEY,
@@ -38,21 +63,7 @@ CREATE INDEX passage_source_offset_idx ON passage_source (scope, log_offset, ord
 CREATE INDEX passage_source_source_idx ON passage_source (source_id);
 
 -- A passage source is written by the statement that stores its message, so the lexical surface never lags.
-CREATE FUNCTION memoir_passage_sources() RETURNS trigger LANGUAGE plpgsql
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-  IF TG_TABLE_NAME <> 'turn_message' THEN
-    RAISE EXCEPTION 'memoir_passage_sources serves turn_message only';
-  END IF;
-  INSERT INTO public.passage_source (chunk_id, scope, source_id, ordinal, role, log_offset, occurred_at,
-                                     data_subject_id, content_digest, message_bytes, lexemes)
-  SELECT n.chunk_id, o.scope, n.observation_id, n.ordinal, n.role, o.log_offset, n.occurred_at, o.data_subject_id,
-         sha256(convert_to(n.content, 'UTF8')), octet_length(convert_to(n.content, 'UTF8')),
-         to_tsvector('{TS_CONFIG}'::regconfig, n.content)
-  FROM new_messages n JOIN public.observation o ON o.observation_id = n.observation_id
-  WHERE o.kind = 'turn';
-  RETURN NULL;
-END $$;
+{_sources_function(_SOURCES_INSERT).strip()}
 CREATE TRIGGER turn_message_passage_sources AFTER INSERT ON turn_message
   REFERENCING NEW TABLE AS new_messages FOR EACH STATEMENT EXECUTE FUNCTION memoir_passage_sources();
 
@@ -184,30 +195,6 @@ def create_entity_vector_storage(connection):
 # erasure) sums each key's rows into one. A lexeme is stored as a 64-bit hash, never as text: the counts hold no
 # words. The message trigger writes a new message's counts in the statement that writes its source (no second
 # trigger on the append path); statement triggers on passage_source move them for every delete and update.
-_SOURCES_INSERT = f"""
-    INSERT INTO public.passage_source (chunk_id, scope, source_id, ordinal, role, log_offset, occurred_at,
-                                       data_subject_id, content_digest, message_bytes, lexemes)
-    SELECT n.chunk_id, o.scope, n.observation_id, n.ordinal, n.role, o.log_offset, n.occurred_at, o.data_subject_id,
-           sha256(convert_to(n.content, 'UTF8')), octet_length(convert_to(n.content, 'UTF8')),
-           to_tsvector('{TS_CONFIG}'::regconfig, n.content)
-    FROM new_messages n JOIN public.observation o ON o.observation_id = n.observation_id
-    WHERE o.kind = 'turn'"""
-
-
-def _sources_function(body):
-    return f"""
-CREATE OR REPLACE FUNCTION memoir_passage_sources() RETURNS trigger LANGUAGE plpgsql
-  SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-  IF TG_TABLE_NAME <> 'turn_message' THEN
-    RAISE EXCEPTION 'memoir_passage_sources serves turn_message only';
-  END IF;
-{body};
-  RETURN NULL;
-END $$;
-"""
-
-
 _COUNTED_SOURCES_INSERT = "  WITH added AS (" + _SOURCES_INSERT + """
     RETURNING scope, lexemes)
   INSERT INTO public.passage_lexeme_count (scope, lexeme_key, documents)
