@@ -26,6 +26,7 @@ _SOURCES_INSERT = f"""
 
 
 def _sources_function(body):
+    """The turn_message trigger function, its one statement `body` (the source insert, with or without counts)."""
     return f"""
 CREATE OR REPLACE FUNCTION memoir_passage_sources() RETURNS trigger LANGUAGE plpgsql
   SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
