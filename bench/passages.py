@@ -377,10 +377,11 @@ def raw_part(generation_id, questions, question_vectors):
 
     generation = EmbeddingGeneration.objects.get(generation_id=generation_id)
     pool = max(10 * 4, passages.MIN_VECTOR_CANDIDATES)
+    hydrated = 10 + passages.HYDRATE_SPARE  # what the route re-reads for limit 10
     with psycopg.connect(bench_url(), cursor_factory=psycopg.ClientCursor, autocommit=True) as conn:
         timings = {f"vector top-k (HNSW, k={pool})": [],
                    f"lexical candidates (df + BM25, k={passages.LEXICAL_CANDIDATES})": [],
-                   "hydrate (digest re-check, 28 ids)": [], "all three": []}
+                   f"hydrate (digest re-check, {hydrated} ids)": [], "all three": []}
         keys = list(timings)
         for q, vec in zip(questions, question_vectors):
             with conn.transaction(), conn.cursor() as cur:
@@ -390,7 +391,7 @@ def raw_part(generation_id, questions, question_vectors):
                 lexical = passages._lexical(cur, PROJECT, q, None, None, passages.LEXICAL_CANDIDATES)
                 t2 = time.perf_counter()
                 fused = passages.fuse([c for c, _, _ in lexical], [c for c, _ in vector])
-                passages._hydrate(cur, PROJECT, fused[:28], generation_id, passages.vector_literal(vec))
+                passages._hydrate(cur, PROJECT, fused[:hydrated], generation_id, passages.vector_literal(vec))
                 t3 = time.perf_counter()
             for key, value in zip(keys, (t1 - t0, t2 - t1, t3 - t2, t3 - t0)):
                 timings[key].append(value)

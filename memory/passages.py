@@ -31,6 +31,7 @@ EXACT_MAX_VECTORS = 20000  # above this a generation is searched through its HNS
 MIN_VECTOR_CANDIDATES = 40
 EF_SEARCH = 200
 PREVIEW_BYTES = 1024
+HYDRATE_SPARE = 4  # messages re-read beyond `limit`, for the few a digest or retention check drops
 
 
 @dataclass
@@ -372,22 +373,27 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
                              candidates or pool, exact=exact)
         fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector])
         lexical_weight = {c: w for c, _, w in lexical}
-        rows = _hydrate(cursor, project, fused[:limit * 2 + 8],
-                        str(generation.generation_id) if semantic else None,
-                        vector_literal(question_vector) if semantic else None)
         hits = []
-        for chunk in fused:
-            row = rows.get(chunk)
-            if row is None:
-                continue
-            if semantic and row[8] is None and chunk not in lexical_weight:
-                continue  # a vector whose source changed: never returned
-            similarity = row[8] if semantic and row[8] is not None else lexical_weight.get(chunk, 0.0)
-            hits.append(Hit(chunk_id=row[0], source_id=row[1], ordinal=row[2], role=row[3], content=row[4],
-                            occurred_at=row[5], message_bytes=row[6], content_digest=row[7],
-                            similarity=round(float(similarity), 4)))
-            if len(hits) == limit:
-                break
+        # Re-read a few more than asked for; only when changed or expired messages leave the answer short is the
+        # next stretch of the fused order read.
+        start, stretch = 0, limit + HYDRATE_SPARE
+        while len(hits) < limit and start < len(fused):
+            batch = fused[start:start + stretch]
+            start, stretch = start + len(batch), limit * 2 + HYDRATE_SPARE
+            rows = _hydrate(cursor, project, batch, str(generation.generation_id) if semantic else None,
+                            vector_literal(question_vector) if semantic else None)
+            for chunk in batch:
+                row = rows.get(chunk)
+                if row is None:
+                    continue
+                if semantic and row[8] is None and chunk not in lexical_weight:
+                    continue  # a vector whose source changed: never returned
+                similarity = row[8] if semantic and row[8] is not None else lexical_weight.get(chunk, 0.0)
+                hits.append(Hit(chunk_id=row[0], source_id=row[1], ordinal=row[2], role=row[3], content=row[4],
+                                occurred_at=row[5], message_bytes=row[6], content_digest=row[7],
+                                similarity=round(float(similarity), 4)))
+                if len(hits) == limit:
+                    break
         generation_id = str(generation.generation_id) if generation is not None else ""
         through, covered = None, None
         if with_coverage:

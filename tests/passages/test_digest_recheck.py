@@ -48,3 +48,18 @@ def test_the_repair_rederivation_moves_the_counts(owner_db, fake, endpoint_embed
                        principal="cli", principal_kind="operator")
     words = ["lantern", "candl", "glow"]
     assert counts(project, words) == {"lantern": 0, "candl": 1, "glow": 1} == true_counts(project, words)
+
+
+def test_changed_messages_never_leave_the_answer_short(owner_db):
+    project = unique_name()
+    services.create_project(name=project, principal="cli")
+    receipts = [observe_turn(project, f"The quokka note number {n}.") for n in range(12)]
+    newest = [str(r.id) for r in receipts[-8:]]  # ranked first: equal scores, newest first
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("ALTER TABLE turn_message DISABLE TRIGGER USER")
+        cursor.execute("UPDATE turn_message SET content = 'Changed.' WHERE observation_id = ANY(%s::uuid[])", [newest])
+        cursor.execute("ALTER TABLE turn_message ENABLE TRIGGER USER")
+    # The first stretch re-read (limit + spare) is all changed messages; the next stretch fills the answer.
+    found = passages.search(project=project, question="quokka", limit=3)
+    assert [h.content for h in found.hits] == [f"The quokka note number {n}." for n in (3, 2, 1)]
