@@ -196,8 +196,8 @@ def _remove_source_keyed(cursor, selection, locked, deleted, residual):
         if counted:
             # The delete's trigger wrote negative counts; folded now, a word only the selection used leaves no
             # count behind (not even its digest).
-            deleted[LEXEME_COUNT_KIND] = lexeme_counts.fold(cursor, project)
-            residual[LEXEME_COUNT_KIND] = lexeme_counts.held_nowhere(cursor, project, erased_lexemes)
+            deleted[LEXEME_COUNT_KIND] = lexeme_counts.fold(cursor, project=project)
+            residual[LEXEME_COUNT_KIND] = lexeme_counts.held_nowhere(cursor, project=project, lexemes=erased_lexemes)
 
 
 def _remove_sources_keyed(cursor, selection, locked, deleted, residual):

@@ -9,7 +9,7 @@ from .passage_schema import TS_CONFIG
 FOLD_LOCK = "lexeme-fold"
 
 
-def document_counts(cursor, project, lexemes):
+def document_counts(cursor, *, project, lexemes):
     """{lexeme: number of the project's passage sources holding it}, exact as of the statement's snapshot."""
     cursor.execute(
         "SELECT l, coalesce((SELECT sum(c.documents) FROM passage_lexeme_count c WHERE c.scope = %s"
@@ -17,7 +17,7 @@ def document_counts(cursor, project, lexemes):
     return {lexeme: max(0, int(n)) for lexeme, n in cursor.fetchall()}
 
 
-def question_counts(cursor, project, question):
+def question_counts(cursor, *, project, question):
     """({lexeme: document count} for the question's lexemes, the project's stored observations), in one statement:
     the question is parsed with the passages' text-search configuration."""
     cursor.execute(
@@ -32,7 +32,7 @@ def question_counts(cursor, project, question):
     return {lexeme: max(0, int(n)) for lexeme, n, _ in rows}, rows[0][2]
 
 
-def fold(cursor, project):
+def fold(cursor, *, project):
     """Sum every key with unfolded deltas into one folded row, dropping keys no source holds any more; returns the
     number of keys dropped. Folds serialize on the project (erasure folds in its own transaction)."""
     advisory_xact_lock(cursor, FOLD_LOCK, project)
@@ -47,7 +47,7 @@ def fold(cursor, project):
     return cursor.fetchone()[0]
 
 
-def held_nowhere(cursor, project, lexemes):
+def held_nowhere(cursor, *, project, lexemes):
     """How many of `lexemes` are still counted for the project although no passage source holds them (after an
     erasure this must be 0: a count would be a trace of erased words)."""
     if not lexemes:
@@ -77,6 +77,6 @@ def fold_projects():
     folded = 0
     for project in projects_to_fold():
         with transaction.atomic(), connection.cursor() as cursor:
-            fold(cursor, project)
+            fold(cursor, project=project)
         folded += 1
     return folded

@@ -153,7 +153,7 @@ def _candidate_arms(present, counts, idf):
 
 def _lexical(cursor, project, question, subject, roles, k):
     """[(chunk_id, score, weight_fraction)] best first, BM25-like over the OR of the question's lexemes."""
-    found, stored = lexeme_counts.question_counts(cursor, project, question)
+    found, stored = lexeme_counts.question_counts(cursor, project=project, question=question)
     if not found:
         return []
     lexemes = sorted(found)

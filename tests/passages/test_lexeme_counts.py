@@ -19,7 +19,7 @@ def project(new_project):
 
 def counts(project, lexemes):
     with connection.cursor() as cursor:
-        return lexeme_counts.document_counts(cursor, project, lexemes)
+        return lexeme_counts.document_counts(cursor, project=project, lexemes=lexemes)
 
 
 def true_counts(project, lexemes):
@@ -39,7 +39,7 @@ def key_rows(project, word):
 
 def fold(project):
     with transaction.atomic(), connection.cursor() as cursor:
-        return lexeme_counts.fold(cursor, project)
+        return lexeme_counts.fold(cursor, project=project)
 
 
 def test_counts_follow_every_message_and_survive_a_fold(project):
