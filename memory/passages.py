@@ -108,13 +108,14 @@ def usable(project):
     return generation, embedder
 
 
-def coverage(cursor, project, generation_id, known=None):
-    """(through_offset, covered_through_offset) for a generation: the stored log's end, and the offset through
-    which every surviving passage source has a vector in it. `known` is a coverage recorded earlier (it only
-    grows while no vector is dropped), so only the log after it is scanned."""
-    cursor.execute("SELECT log_offset FROM watermark WHERE scope = %s", [project])
-    row = cursor.fetchone()
-    through = row[0] if row else None
+def coverage(cursor, project, generation_id, known=None, through=None):
+    """(through_offset, covered_through_offset) for a generation: the stored log's end (read here unless given),
+    and the offset through which every surviving passage source has a vector in it. `known` is a coverage
+    recorded earlier (it only grows while no vector is dropped), so only the log after it is scanned."""
+    if through is None:
+        cursor.execute("SELECT log_offset FROM watermark WHERE scope = %s", [project])
+        row = cursor.fetchone()
+        through = row[0] if row else None
     if generation_id is None or through is None:
         return through, None
     cursor.execute(
@@ -151,18 +152,27 @@ def _candidate_arms(present, counts, idf):
     return arms
 
 
+class Lexical(list):
+    """[(chunk_id, score, weight_fraction)] best first, and `stored`: the project's log size read with the counts
+    (None when the question had no lexeme), which search reuses as the coverage's through offset."""
+
+    def __init__(self, items=(), stored=None):
+        super().__init__(items)
+        self.stored = stored
+
+
 def _lexical(cursor, project, question, subject, roles, k):
-    """[(chunk_id, score, weight_fraction)] best first, BM25-like over the OR of the question's lexemes."""
+    """Lexical candidates (a Lexical), BM25-like over the question's lexemes."""
     found, stored = lexeme_counts.question_counts(cursor, project=project, question=question)
     if not found:
-        return []
+        return Lexical()
     lexemes = sorted(found)
     counts = found
     total = max([stored or 1] + list(counts.values()))
     idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in counts.items()}
     present = [lex for lex in lexemes if counts[lex] > 0]
     if not present:
-        return []
+        return Lexical(stored=stored)
     weight_total = sum(idf[lex] for lex in present) or 1.0
     params = {"project": project, "k": k, "budget": LEXICAL_BUDGET}
     # The candidate's weight: the idf of each present lexeme it holds, summed in lexeme order, as one CASE per
@@ -189,7 +199,8 @@ def _lexical(cursor, project, question, subject, roles, k):
         f"SELECT c.chunk_id::text, c.weight * {BM25_K1 + 1} / {norm} AS score, c.weight"
         f" FROM ({' UNION '.join(arms)}) c"
         " ORDER BY score DESC, c.log_offset DESC, c.ordinal, c.chunk_id LIMIT %(k)s", params)
-    return [(chunk, float(score), float(weight) / weight_total) for chunk, score, weight in cursor.fetchall()]
+    return Lexical(((chunk, float(score), float(weight) / weight_total) for chunk, score, weight in cursor.fetchall()),
+                   stored=stored)
 
 
 def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
@@ -397,8 +408,10 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
         generation_id = str(generation.generation_id) if generation is not None else ""
         through, covered = None, None
         if with_coverage:
+            stored = lexical.stored
             through, covered = coverage(cursor, project, generation.generation_id if semantic else None,
-                                        generation.covered_through_offset if semantic else None)
+                                        generation.covered_through_offset if semantic else None,
+                                        through=stored - 1 if stored else None)
     if semantic:
         state = "complete" if covered is not None and through is not None and covered >= through else "catching_up"
     elif generation is not None:
