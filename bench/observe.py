@@ -4,14 +4,15 @@ import hashlib
 import json
 import logging
 import os
-import subprocess
 import sys
 import time
 import uuid
 
 import httpx
 import psycopg
-from _common import ROOT, ensure_bench_database, fmt, setup_django, timed_pool
+from _common import ensure_bench_database, fmt, setup_django, timed_pool
+
+from tests.support.processes import WebServer
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 REQUESTS = int(os.environ.get("BENCH_OBSERVE_REQUESTS", "2000"))
@@ -28,21 +29,9 @@ def make_project():
 
 
 def start_server(db_url):
-    port = 18000 + os.getpid() % 1000
     env = dict(os.environ, DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="config.settings.local",
                MEMOIR_ADMISSION_PER_CREDENTIAL="0", MEMOIR_ADMISSION_PER_PROJECT="0")
-    proc = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", "3", "--threads", "4", "--worker-class", "gthread", "--no-control-socket",
-         "--log-level", "warning"], cwd=ROOT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError("server did not start")
+    return WebServer(env, workers=3, threads=4).start()
 
 
 def http_run(url, token, concurrency, n):
@@ -96,7 +85,8 @@ def raw_run(db_url, project, concurrency, n):
 def main():
     db_url = ensure_bench_database()
     setup_django()
-    proc, url = start_server(db_url)
+    server = start_server(db_url)
+    url = server.url
     try:
         print(f"observe benchmark: {REQUESTS} turns per run, one project per run, {os.cpu_count()} cores")
         results = {}
@@ -112,8 +102,7 @@ def main():
         ok = results[8][0] >= results[8][1] / 3
         print(f"target (HTTP >= 1/3 of raw at c=8): {'met' if ok else 'NOT met'}")
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.stop()
     return 0
 
 

@@ -12,17 +12,17 @@ import os
 import random
 import re
 import statistics
-import subprocess
 import time
 import uuid
 from datetime import UTC, datetime
 
 import httpx
 import psycopg
-from _common import ROOT, bench_url, ensure_bench_database, fmt, setup_django, summary
+from _common import bench_url, ensure_bench_database, fmt, setup_django, summary
 
 # core needs no settings; _common has put the repository first on the import path.
 from core.encoding import parse_server_timing
+from tests.support.processes import WebServer
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -220,13 +220,12 @@ def main():
 
     print("\n== over HTTP (gunicorn on loopback, c=1, httpx keep-alive)", flush=True)
     token = bench_token()
-    proc, url = start_server()
+    server = start_server()
     try:
         with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
-            http_part(client, url, questions, warmup)
+            http_part(client, server.url, questions, warmup)
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.stop()
 
     print("\n== in process (passages.search; the time waited for the question embedding subtracted per call)",
           flush=True)
@@ -284,26 +283,12 @@ def bench_token():
 
 
 def start_server():
-    """One gunicorn worker (threads for the health probe), the local model as the configured embedder; the
-    worker loads the model on its first request, so the timed requests come after a warm-up."""
-    port = 18500 + os.getpid() % 400
+    """One gunicorn worker, the local model as the configured embedder; the worker loads the model on its first
+    request, so the timed requests come after a warm-up."""
     env = dict(os.environ, DATABASE_URL=bench_url(), DJANGO_SETTINGS_MODULE="config.settings.local",
                MEMOIR_EMBEDDER="local", MEMOIR_EMBEDDING_AUTOSTART="0",
                MEMOIR_ADMISSION_PER_CREDENTIAL="0", MEMOIR_ADMISSION_PER_PROJECT="0")
-    log = open(ROOT / "var" / "bench_passages_server.log", "ab")  # the request log stays on (INFO), out of sight
-    proc = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-         "--workers", "1", "--threads", "4", "--worker-class", "gthread", "--no-control-socket",
-         "--log-level", "warning"], cwd=ROOT, env=env, stdout=log, stderr=log)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.terminate()
-    raise RuntimeError("server did not start")
+    return WebServer(env, workers=1, threads=4).start()
 
 
 def http_part(client, url, questions, warmup):
