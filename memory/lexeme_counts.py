@@ -9,14 +9,6 @@ from .passage_schema import TS_CONFIG
 FOLD_LOCK = "lexeme-fold"
 
 
-def document_counts(cursor, *, project, lexemes):
-    """{lexeme: number of the project's passage sources holding it}, exact as of the statement's snapshot."""
-    cursor.execute(
-        "SELECT l, coalesce((SELECT sum(c.documents) FROM passage_lexeme_count c WHERE c.scope = %s"
-        " AND c.lexeme_key = memoir_lexeme_key(l)), 0)::bigint FROM unnest(%s::text[]) l", [project, list(lexemes)])
-    return {lexeme: max(0, int(n)) for lexeme, n in cursor.fetchall()}
-
-
 def question_counts(cursor, *, project, question):
     """({lexeme: document count} for the question's lexemes, the project's stored observations), in one statement:
     the question is parsed with the passages' text-search configuration."""

@@ -342,11 +342,6 @@ def begin_question_embedding(project, question):
     return PendingEmbedding(generation, embedder, question)
 
 
-def embed_question(project, question):
-    """The question's vector under the active generation's model, once per request. Never raises: an unusable
-    embedder leaves the vector out."""
-    return begin_question_embedding(project, question).result()
-
 
 def _pool(limit, candidates):
     return max(limit * 4, candidates, MIN_VECTOR_CANDIDATES)

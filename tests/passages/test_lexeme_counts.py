@@ -18,8 +18,11 @@ def project(new_project):
 
 
 def counts(project, lexemes):
+    """What the table says: the sum of each lexeme's delta rows (folded or not)."""
     with connection.cursor() as cursor:
-        return lexeme_counts.document_counts(cursor, project=project, lexemes=lexemes)
+        cursor.execute("SELECT l, coalesce((SELECT sum(c.documents) FROM passage_lexeme_count c WHERE c.scope = %s"
+                       " AND c.lexeme_key = memoir_lexeme_key(l)), 0) FROM unnest(%s::text[]) l", [project, lexemes])
+        return dict(cursor.fetchall())
 
 
 def true_counts(project, lexemes):
