@@ -18,6 +18,11 @@ RECALL_SHAPE = Obj({
 })
 
 
+def _timing_headers(durations):
+    """The question embedding's model time and the part of it the request waited for, when it was embedded."""
+    return {"Server-Timing": server_timing(durations)} if durations else {}
+
+
 class RecallView(V1View):
     op = "recall"
     shape = RECALL_SHAPE
@@ -37,10 +42,7 @@ class RecallView(V1View):
         bundle = recall.recall(project=caller.project, question=question, applied=applied,
                                data_subject_id=subject, as_of=body.get("as_of"),
                                as_known_at=body.get("as_known_at"), timings=timings)
-        headers = {}
-        if timings:  # the question was embedded: the model's time and the part of it the request waited for
-            headers["Server-Timing"] = server_timing({"embed": timings["embed"], "embed-wait": timings["embed_wait"]})
-        return Result(bundle, magnitude=len(bundle["facts"]), headers=headers)
+        return Result(bundle, magnitude=len(bundle["facts"]), headers=_timing_headers(timings))
 
 
 # --- semantic search ------------------------------------------------------------------------------
@@ -113,11 +115,7 @@ class PassagesSearchView(_UnavailableSearch):
         data = {"generation_id": found.generation_id, "through_offset": found.through_offset,
                 "covered_through_offset": found.covered_through_offset, "build_state": found.build_state,
                 "approximate": found.approximate, "passages": items}
-        headers = {}
-        if found.semantic:
-            headers["Server-Timing"] = server_timing({"embed": found.question_embedding_ms,
-                                                      "embed-wait": found.question_embedding_wait_ms})
-        return Result(data, magnitude=len(items), headers=headers)
+        return Result(data, magnitude=len(items), headers=_timing_headers(found.embedding_timings()))
 
 
 class EntityCandidatesView(_UnavailableSearch):

@@ -59,6 +59,12 @@ class SearchResult:
     question_embedding_ms: float = 0.0
     question_embedding_wait_ms: float = 0.0
 
+    def embedding_timings(self):
+        """{"embed": model ms, "embed-wait": ms the search waited for it} when the question was embedded."""
+        if not self.semantic:
+            return {}
+        return {"embed": self.question_embedding_ms, "embed-wait": self.question_embedding_wait_ms}
+
 
 _storage = {}
 _storage_lock = threading.Lock()

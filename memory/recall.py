@@ -425,13 +425,13 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
         found_passages = passages.search(project=project, question=question, limit=MAX_RECALL_PASSAGES,
                                          data_subject_id=subject, roles=applied.source_roles, approximate=True,
                                          with_coverage=False, question_embedding=embedding, lexical=lexical)
-    if timings is not None:
-        waited = getattr(embedding, "waited_ms", 0.0) + (found_passages.question_embedding_wait_ms
-                                                           if found_passages is not None else 0.0)
-        model_ms = found_passages.question_embedding_ms if found_passages is not None else getattr(
-            embedding, "ms", 0.0)
-        if model_ms:
-            timings.update(embed=model_ms, embed_wait=waited)
+    if timings is not None and embedding is not None:
+        done = embedding.result()  # finished already: the anchors or the passages waited for it
+        if done.vector is not None:
+            waited = done.waited_ms if embedding is done else 0.0  # what the anchors waited, if they did
+            if found_passages is not None:
+                waited += found_passages.question_embedding_wait_ms
+            timings.update({"embed": done.ms, "embed-wait": waited})
     rows = _speaker_by_relevance(rows[:MAX_ROWS], anchors, question) + rows[MAX_ROWS:]
     return _compose(applied, found, anchors, rows, capped, subject, names, found_passages, exact=exact,
                     semantic_ran=semantic_ran)
