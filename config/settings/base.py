@@ -156,27 +156,6 @@ CELERY_TASK_ROUTES = {
     "formation.tasks.compaction_pass": {"queue": "formation"},
     "formation.tasks.rebuild_slice": {"queue": "formation"},
 }
-# Sweeps only kick: each entry expires with its interval, so a beat that outruns the workers queues nothing.
-_FORMATION_INTERVAL = env.float("MEMOIR_FORMATION_INTERVAL", default=5.0)
-_EMBEDDING_INTERVAL = env.float("MEMOIR_EMBEDDING_INTERVAL", default=10.0)
-_NOTIFY_INTERVAL = env.float("MEMOIR_NOTIFY_INTERVAL", default=5.0)
-
-
-def _every(task, seconds):
-    return {"task": task, "schedule": seconds, "options": {"expires": seconds}}
-
-
-CELERY_BEAT_SCHEDULE = {
-    "formation-sweep": _every("formation.tasks.sweep", _FORMATION_INTERVAL),
-    "formation-compaction": _every("formation.tasks.compaction_pass", 60.0),
-    "formation-rebuild-sweep": _every("formation.tasks.rebuild_sweep", _FORMATION_INTERVAL),
-    "retention-sweep": _every("governance.tasks.retention_sweep", 3600.0),
-    "embedding-sweep": _every("memory.tasks.embedding_sweep", _EMBEDDING_INTERVAL),
-    "lexeme-count-fold": _every("memory.tasks.fold_lexeme_counts", 30.0),
-    "audit-seal": _every("governance.tasks.seal_audit", 300.0),
-    "notification-deliveries": _every("notifications.tasks.deliver", _NOTIFY_INTERVAL),
-}
-
 # Formation (formation.md).
 MEMOIR_EXTRACTOR = env("MEMOIR_EXTRACTOR", default="auto")
 MEMOIR_EXTRACTION_ENDPOINT = env("MEMOIR_EXTRACTION_ENDPOINT", default="")
@@ -208,6 +187,7 @@ MEMOIR_EMBEDDING_AUTOSTART = env.bool("MEMOIR_EMBEDDING_AUTOSTART", default=True
 # Short turns, then the follower queues itself again behind other projects: one backlog never holds up another
 # project's new messages for long.
 MEMOIR_EMBEDDING_FOLLOW_BUDGET = env.float("MEMOIR_EMBEDDING_FOLLOW_BUDGET", default=5.0)
+MEMOIR_EMBEDDING_INTERVAL = env.float("MEMOIR_EMBEDDING_INTERVAL", default=10.0)
 # Each web process loads the local model in the background at start, so no request waits for it.
 MEMOIR_EMBEDDING_PRELOAD = env.bool("MEMOIR_EMBEDDING_PRELOAD", default=True)
 
@@ -238,3 +218,22 @@ if MEMOIR_METRICS_TOKEN:
     # multiprocess mode); it must be chosen before prometheus_client is imported, and emptied at start-up.
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(BASE_DIR / "var" / "metrics"))
     Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
+
+# Celery beat. Sweeps only kick: each entry expires with its interval, so a beat that outruns the workers
+# queues nothing.
+
+
+def _every(task, seconds):
+    return {"task": task, "schedule": seconds, "options": {"expires": seconds}}
+
+
+CELERY_BEAT_SCHEDULE = {
+    "formation-sweep": _every("formation.tasks.sweep", MEMOIR_FORMATION_INTERVAL),
+    "formation-compaction": _every("formation.tasks.compaction_pass", 60.0),
+    "formation-rebuild-sweep": _every("formation.tasks.rebuild_sweep", MEMOIR_FORMATION_INTERVAL),
+    "retention-sweep": _every("governance.tasks.retention_sweep", 3600.0),
+    "embedding-sweep": _every("memory.tasks.embedding_sweep", MEMOIR_EMBEDDING_INTERVAL),
+    "lexeme-count-fold": _every("memory.tasks.fold_lexeme_counts", 30.0),
+    "audit-seal": _every("governance.tasks.seal_audit", 300.0),
+    "notification-deliveries": _every("notifications.tasks.deliver", MEMOIR_NOTIFY_INTERVAL),
+}
