@@ -99,3 +99,20 @@ def timed_pool(items, concurrency, *, open_resource, call):
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         list(pool.map(one, items))
     return len(items) / (time.perf_counter() - started), summary(latencies), results
+
+
+def index_lexically(project, *, batch=20_000):
+    """Run the lexical follower over a bulk-loaded project's log (COPY writes no passage source), in large batches;
+    returns the seconds it took. Django must be set up."""
+    from memory import lexical_index
+
+    started = time.perf_counter()
+    written, done = 0, False
+    while not done:
+        added, done = lexical_index.index_batch(project=project, batch=batch)
+        written += added
+    seconds = time.perf_counter() - started
+    if written:
+        print(f"  lexical follower: {written} passage sources in {seconds:.1f}s ({written / seconds:.0f}/s)",
+              flush=True)
+    return seconds

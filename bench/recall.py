@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import psycopg
-from _common import bench_url, ensure_bench_database, fmt, setup_django, summary, timed_pool
+from _common import bench_url, ensure_bench_database, fmt, index_lexically, setup_django, summary, timed_pool
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -149,6 +149,7 @@ def ensure_project():
             services.create_project(name=PROJECT, principal="cli")
             print(f"loading {expected_facts()} facts into {PROJECT} ...", flush=True)
             load(conn)
+    index_lexically(PROJECT)  # recall's passages read the sources the follower would have written
     _, token = services.issue_credential(project=PROJECT, name="bench", principal="cli")
     return token
 

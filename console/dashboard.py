@@ -184,7 +184,11 @@ def dashboard(request):
         if coverage is not None:
             embedded = coverage["embedded"]
             share = f"{100 * embedded / coverage['total']:.0f}%" if coverage["total"] and embedded is not None else "—"
+            indexed, total = coverage["indexed"], coverage["total"]
             ctx["sections"].append({"key": "embeddings", "title": "Embeddings", "tiles": [
+                {"key": "indexed", "label": "messages indexed (lexical)",
+                 "value": f"{100 * indexed / total:.0f}%" if total else "—", "detail": f"{indexed} of {total}",
+                 "warn": indexed < total},
                 {"key": "coverage", "label": "messages embedded (active generation)", "value": share,
                  "detail": f"{embedded} of {coverage['total']}" if embedded is not None else "vector search unavailable",
                  "url": _url("memory_embeddinggeneration_changelist")

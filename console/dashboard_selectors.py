@@ -161,12 +161,16 @@ def seal_state():
 
 
 def embedding_coverage(*, project=None):
-    """Passage sources (every stored message) and how many carry a vector of their project's active
-    embedding generation; `embedded` is None where the database has no vector storage (no pgvector)."""
+    """Stored turn messages, how many the lexical follower has given a passage source, and how many carry a vector
+    of their project's active embedding generation; `embedded` is None where the database has no vector storage
+    (no pgvector)."""
     where, args = (" WHERE scope = %s", [project]) if project else ("", [])
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM passage_source" + where, args)
+        cursor.execute("SELECT count(*) FROM turn_message m JOIN observation o ON o.observation_id = m.observation_id"
+                       " WHERE o.kind = 'turn'" + (" AND o.scope = %s" if project else ""), args)
         total = cursor.fetchone()[0]
+        cursor.execute("SELECT count(*) FROM passage_source" + where, args)
+        indexed = cursor.fetchone()[0]
         embedded = None
         if vector_storage_ready():
             cursor.execute(
@@ -174,7 +178,7 @@ def embedding_coverage(*, project=None):
                 " ON g.generation_id = v.generation_id AND g.state = 'active'"
                 + (" WHERE v.scope = %s" if project else ""), args)
             embedded = cursor.fetchone()[0]
-    return {"total": total, "embedded": embedded}
+    return {"total": total, "indexed": indexed, "embedded": embedded}
 
 
 def day_labels(days):

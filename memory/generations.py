@@ -12,7 +12,7 @@ from core import audit
 from core.errors import Conflict, NotFound, Unavailable
 from core.locks import advisory_xact_lock, session_unlock, try_session_lock
 
-from . import embedders, entity_candidates
+from . import embedders, entity_candidates, lexical_index
 from .models import EmbeddingGeneration
 from .passages import vector_literal, vector_storage_ready
 
@@ -86,6 +86,7 @@ def build(*, project, generation_id, principal, principal_kind, embedder=None, p
         raise Conflict("generation_not_live", "the generation was cancelled or retired")
     if not embedder.identity.matches(generation):
         raise Conflict("embedder_mismatch", "the configured embedder is not the generation's model")
+    lexical_index.follow(project)  # a message is embedded from its source: write the sources still missing first
     with connection.cursor() as cursor:
         cursor.execute(_PENDING, [project, str(generation.generation_id), page + 1])
         rows = cursor.fetchall()
@@ -361,6 +362,7 @@ def follow(project, *, budget=None):
         return 0
     if embedder is None:
         return 0
+    lexical_index.follow(project)  # vectors are made from sources: the sources first
     deadline = time.monotonic() + (budget if budget is not None else settings.MEMOIR_EMBEDDING_FOLLOW_BUDGET)
     with connection.cursor() as cursor:
         if not try_session_lock(cursor, "embedding-follow", project):

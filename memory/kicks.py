@@ -2,7 +2,8 @@
 
 At most one publish per project per window; a kick that falls inside a window is sent once at its end, so every
 stored row is followed by a kick within the window while a busy project costs one broker round trip per window.
-After a failed publish kicks are skipped briefly: the periodic sweep catches up with whatever they missed."""
+After a failed publish every kick (formation's and the passage follower's share one broker) is skipped briefly: the
+periodic sweeps catch up with whatever they missed."""
 import logging
 import threading
 import time
@@ -10,6 +11,15 @@ import time
 logger = logging.getLogger(__name__)
 
 BROKER_BACKOFF = 5.0  # seconds without publishing after the broker refused one
+
+
+class _Broker:
+    """Whether the broker refused a publish lately, for every kick of the process: one observe must not wait out a
+    hung broker's timeout once per kick."""
+
+    down_until = 0.0
+
+
 
 
 class CoalescedKick:
@@ -22,16 +32,15 @@ class CoalescedKick:
         self._lock = threading.Lock()
         self._last_sent = {}  # project -> monotonic time of this process's last publish
         self._trailing = set()  # projects with a publish scheduled at the end of their window
-        self._broker_down_until = 0.0
 
     def _publish(self, project):
-        if time.monotonic() < self._broker_down_until:
+        if time.monotonic() < _Broker.down_until:
             return False
         try:
             self._send(project)
             return True
         except Exception as exc:  # noqa: BLE001 - the row is committed; the sweep will find it
-            self._broker_down_until = time.monotonic() + BROKER_BACKOFF
+            _Broker.down_until = time.monotonic() + BROKER_BACKOFF
             logger.warning("%s kick not delivered (%s); the periodic sweep will pick it up", self._what,
                            type(exc).__name__)
             return False

@@ -1,5 +1,6 @@
-"""Lexeme document counts: the per-project idf statistics the lexical half reads, kept as deltas by triggers on
-passage_source (memory/passage_schema.py), and the fold that sums a key's deltas into one row."""
+"""Lexeme document counts: the per-project idf statistics the lexical half reads, kept as deltas written with each
+passage source (memory/lexical_index.py) and by triggers on passage_source (memory/passage_schema.py), and the fold
+that sums a key's deltas into one row."""
 from django.db import connection, transaction
 
 from core.locks import advisory_xact_lock
@@ -10,18 +11,20 @@ FOLD_LOCK = "lexeme-fold"
 
 
 def question_counts(cursor, *, project, question):
-    """({lexeme: document count} for the question's lexemes, the project's stored observations), in one statement:
-    the question is parsed with the passages' text-search configuration."""
+    """({lexeme: document count} for the question's lexemes, the project's stored observations, the offset through
+    which the lexical follower has indexed), in one statement: the question is parsed with the passages'
+    text-search configuration."""
     cursor.execute(
-        f"SELECT q.l, coalesce((SELECT sum(c.documents) FROM passage_lexeme_count c WHERE c.scope = %(p)s"
-        "  AND c.lexeme_key = memoir_lexeme_key(q.l)), 0)::bigint,"
-        " (SELECT w.log_offset + 1 FROM watermark w WHERE w.scope = %(p)s)"
-        f" FROM unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, %(q)s::text))) q(l)",
+        "SELECT (SELECT w.log_offset + 1 FROM watermark w WHERE w.scope = %(p)s),"
+        " coalesce((SELECT s.indexed_through FROM passage_lexical_state s WHERE s.scope = %(p)s), -1), q.l,"
+        " coalesce((SELECT sum(c.documents) FROM passage_lexeme_count c WHERE c.scope = %(p)s"
+        "  AND c.lexeme_key = memoir_lexeme_key(q.l)), 0)::bigint"
+        f" FROM (SELECT 1) one LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig,"
+        " %(q)s::text))) q(l) ON true",
         {"p": project, "q": question})
     rows = cursor.fetchall()
-    if not rows:
-        return {}, None  # no lexeme: nothing to search for
-    return {lexeme: max(0, int(n)) for lexeme, n, _ in rows}, rows[0][2]
+    stored, indexed = rows[0][0], rows[0][1]
+    return {lexeme: max(0, int(n)) for _, _, lexeme, n in rows if lexeme is not None}, stored, indexed
 
 
 def fold(cursor, *, project):

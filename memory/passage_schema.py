@@ -253,3 +253,39 @@ DROP FUNCTION memoir_passage_lexeme_counts();
 DROP TABLE passage_lexeme_count;
 DROP FUNCTION memoir_lexeme_key(text);
 """
+
+
+# The lexical follower (memory/lexical_index.py) writes passage sources and their counts from the log, behind the
+# append path: the observe transaction holds its project's append lock, and the tsvector, the GIN entry and the
+# count rows were a sixth of its cost. `indexed_through` is the offset through which every stored turn has its
+# source; search reads the turns after it directly (a bounded tail), so a message is searchable at once.
+LEXICAL_FOLLOWER_SQL = """
+CREATE TABLE passage_lexical_state (
+  scope varchar(63) PRIMARY KEY,
+  indexed_through bigint NOT NULL CHECK (indexed_through >= -1),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+DROP TRIGGER turn_message_passage_sources ON turn_message;
+DROP FUNCTION memoir_passage_sources();
+-- Every message stored so far has its source (the trigger wrote it): the follower starts after the log's end.
+INSERT INTO passage_lexical_state (scope, indexed_through) SELECT scope, log_offset FROM watermark;
+"""
+
+LEXICAL_FOLLOWER_REVERSE = f"""
+{_sources_function(_COUNTED_SOURCES_INSERT)}
+CREATE TRIGGER turn_message_passage_sources AFTER INSERT ON turn_message
+  REFERENCING NEW TABLE AS new_messages FOR EACH STATEMENT EXECUTE FUNCTION memoir_passage_sources();
+WITH added AS (
+  INSERT INTO passage_source (chunk_id, scope, source_id, ordinal, role, log_offset, occurred_at, data_subject_id,
+                              content_digest, message_bytes, lexemes)
+  SELECT m.chunk_id, o.scope, m.observation_id, m.ordinal, m.role, o.log_offset, m.occurred_at, o.data_subject_id,
+         sha256(convert_to(m.content, 'UTF8')), octet_length(convert_to(m.content, 'UTF8')),
+         to_tsvector('{TS_CONFIG}'::regconfig, m.content)
+  FROM turn_message m JOIN observation o ON o.observation_id = m.observation_id
+  WHERE o.kind = 'turn' AND NOT EXISTS (SELECT 1 FROM passage_source ps WHERE ps.chunk_id = m.chunk_id)
+  RETURNING scope, lexemes)
+INSERT INTO passage_lexeme_count (scope, lexeme_key, documents)
+SELECT a.scope, memoir_lexeme_key(l), count(*)::int
+FROM added a CROSS JOIN LATERAL unnest(tsvector_to_array(a.lexemes)) l GROUP BY 1, 2;
+DROP TABLE passage_lexical_state;
+"""

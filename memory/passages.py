@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
-from . import embedders, lexeme_counts
+from . import embedders, lexeme_counts, lexical_index
 from .lexeme_counts import tsquery_literal
 from .models import EmbeddingGeneration
 from .passage_schema import INDEXED_DIMENSIONS
@@ -114,22 +114,27 @@ def usable(project):
     return generation, embedder
 
 
-def coverage(cursor, project, generation_id, known=None, through=None):
+def coverage(cursor, project, generation_id, known=None, through=None, indexed=None):
     """(through_offset, covered_through_offset) for a generation: the stored log's end (read here unless given),
-    and the offset through which every surviving passage source has a vector in it. `known` is a coverage
-    recorded earlier (it only grows while no vector is dropped), so only the log after it is scanned."""
+    and the offset through which every surviving message has a vector in it: no further than the lexical
+    follower's cursor `indexed` (read here unless given), since a message is embedded from its source. `known` is a
+    coverage recorded earlier (it only grows while no vector is dropped), so only the log after it is scanned."""
     if through is None:
         cursor.execute("SELECT log_offset FROM watermark WHERE scope = %s", [project])
         row = cursor.fetchone()
         through = row[0] if row else None
     if generation_id is None or through is None:
         return through, None
+    if indexed is None:
+        cursor.execute("SELECT coalesce((SELECT indexed_through FROM passage_lexical_state WHERE scope = %s), -1)",
+                       [project])
+        indexed = cursor.fetchone()[0]
     cursor.execute(
         "SELECT min(ps.log_offset) FROM passage_source ps WHERE ps.scope = %s AND ps.log_offset > %s::bigint"
         " AND NOT EXISTS (SELECT 1 FROM passage_vector pv WHERE pv.generation_id = %s AND pv.chunk_id = ps.chunk_id)",
         [project, -1 if known is None else known, str(generation_id)])
     missing = cursor.fetchone()[0]
-    covered = through if missing is None else missing - 1
+    covered = min(through if missing is None else missing - 1, indexed)
     return through, (covered if covered >= 0 else None)
 
 
@@ -138,48 +143,67 @@ def _tsquery_any(lexemes):
     return " | ".join(tsquery_literal(lexeme) for lexeme in lexemes)
 
 
-def _candidate_arms(present, counts, idf):
-    """The tsquery texts that find lexical candidates (docs/decisions.md, "Lexeme counts"): the rarest lexemes
-    while their messages together stay within LEXICAL_BUDGET (at least the rarest one), then every message
-    holding two of the question's PAIR_TERMS most telling lexemes, so common words still find messages that
-    share several of them. Each arm reads at most LEXICAL_BUDGET messages."""
+def _candidate_terms(present, counts, idf):
+    """(generators, pairs): the lexemes and lexeme pairs that find lexical candidates (docs/decisions.md, "Lexeme
+    counts"). Generators are the rarest lexemes while their messages together stay within LEXICAL_BUDGET (at least
+    the rarest one); pairs are any two of the question's PAIR_TERMS most telling lexemes not both generators, so
+    common words still find messages that share several of them."""
     generators, reached = [], 0
     for lexeme in sorted(present, key=lambda x: (counts[x], x)):
         if generators and reached + counts[lexeme] > LEXICAL_BUDGET:
             break
         generators.append(lexeme)
         reached += counts[lexeme]
-    arms = [_tsquery_any(generators)]
     telling = sorted(present, key=lambda x: (-idf[x], x))[:PAIR_TERMS]
     pairs = [(a, b) for i, a in enumerate(telling) for b in telling[i + 1:]
              if a not in generators or b not in generators]
+    return generators, pairs
+
+
+def _candidate_arms(generators, pairs):
+    """The tsquery texts of the candidate arms; each arm reads at most LEXICAL_BUDGET messages."""
+    arms = [_tsquery_any(generators)]
     if pairs:
         arms.append(" | ".join(f"({tsquery_literal(a)} & {tsquery_literal(b)})" for a, b in pairs))
     return arms
 
 
 class Lexical(list):
-    """[(chunk_id, score, weight_fraction)] best first, and `stored`: the project's log size read with the counts
-    (None when the question had no lexeme), which search reuses as the coverage's through offset."""
+    """[(chunk_id, score, weight_fraction)] best first; `stored`: the project's log size read with the counts (None
+    when nothing is stored), which search reuses as the coverage's through offset; `reach`: the offset through
+    which the lexical half saw every stored message (indexed sources, then the tail the follower has not reached)."""
 
-    def __init__(self, items=(), stored=None):
+    def __init__(self, items=(), stored=None, reach=None, indexed=-1):
         super().__init__(items)
         self.stored = stored
+        self.reach = reach
+        self.indexed = indexed  # the follower's cursor: messages after it have no source (and so no vector) yet
+
+
+def _bm25(weight, lexeme_count):
+    return weight * (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * lexeme_count / AVG_LEXEMES))
 
 
 def _lexical(cursor, project, question, subject, roles, k):
-    """Lexical candidates (a Lexical), BM25-like over the question's lexemes."""
-    found, stored = lexeme_counts.question_counts(cursor, project=project, question=question)
-    if not found:
-        return Lexical()
-    lexemes = sorted(found)
-    counts = found
+    """Lexical candidates (a Lexical), BM25-like over the question's lexemes: the indexed sources through the GIN
+    index, and the turns after the follower's cursor parsed directly."""
+    counts, stored, indexed = lexeme_counts.question_counts(cursor, project=project, question=question)
+    last = None if stored is None else stored - 1
+    tail, reach = [], last
+    if counts and last is not None and indexed < last:
+        tail, reach = lexical_index.read_tail(cursor, project=project, indexed_through=indexed, last_offset=last)
+        for lexeme in counts:
+            counts[lexeme] += sum(1 for row in tail if lexeme in row[5])
+    if not counts:
+        return Lexical(stored=stored, reach=reach, indexed=indexed)
+    lexemes = sorted(counts)
     total = max([stored or 1] + list(counts.values()))
     idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in counts.items()}
     present = [lex for lex in lexemes if counts[lex] > 0]
     if not present:
-        return Lexical(stored=stored)
+        return Lexical(stored=stored, reach=reach, indexed=indexed)
     weight_total = sum(idf[lex] for lex in present) or 1.0
+    generators, pairs = _candidate_terms(present, counts, idf)
     params = {"project": project, "k": k, "budget": LEXICAL_BUDGET}
     # The candidate's weight: the idf of each present lexeme it holds, summed in lexeme order, as one CASE per
     # lexeme (a per-row function scan and aggregate cost several times more on thousands of candidates).
@@ -195,18 +219,29 @@ def _lexical(cursor, project, question, subject, roles, k):
         filters += " AND p.role = ANY(%(roles)s::text[])"
         params["roles"] = list(roles)
     arms = []
-    for i, arm in enumerate(_candidate_arms(present, counts, idf)):
+    for i, arm in enumerate(_candidate_arms(generators, pairs)):
         params[f"arm{i}"] = arm
         arms.append(f"(SELECT p.chunk_id, p.log_offset, p.ordinal, length(p.lexemes) AS lexeme_count,"
                     f" {' + '.join(terms)} AS weight FROM passage_source p WHERE p.scope = %(project)s"
                     f" AND p.lexemes @@ %(arm{i})s::tsquery{filters} LIMIT %(budget)s)")
     norm = f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * c.lexeme_count::float8 / {AVG_LEXEMES}))"
     cursor.execute(
-        f"SELECT c.chunk_id::text, c.weight * {BM25_K1 + 1} / {norm} AS score, c.weight"
+        f"SELECT c.chunk_id::text, c.weight * {BM25_K1 + 1} / {norm} AS score, c.weight, c.log_offset, c.ordinal"
         f" FROM ({' UNION '.join(arms)}) c"
         " ORDER BY score DESC, c.log_offset DESC, c.ordinal, c.chunk_id LIMIT %(k)s", params)
-    return Lexical(((chunk, float(score), float(weight) / weight_total) for chunk, score, weight in cursor.fetchall()),
-                   stored=stored)
+    found = {chunk: (float(score), float(weight), offset, ordinal)
+             for chunk, score, weight, offset, ordinal in cursor.fetchall()}
+    wanted_roles = set(roles or ())
+    for chunk, offset, ordinal, role, data_subject, held in tail:
+        if chunk in found or (subject and data_subject != subject) or (wanted_roles and role not in wanted_roles):
+            continue
+        if not (any(g in held for g in generators) or any(a in held and b in held for a, b in pairs)):
+            continue
+        weight = sum(idf[lex] for lex in present if lex in held)
+        found[chunk] = (_bm25(weight, len(held)), weight, offset, ordinal)
+    ranked = sorted(found.items(), key=lambda item: (-item[1][0], -item[1][2], item[1][3], item[0]))[:k]
+    return Lexical(((chunk, score, weight / weight_total) for chunk, (score, weight, _, _) in ranked),
+                   stored=stored, reach=reach, indexed=indexed)
 
 
 def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
@@ -276,7 +311,8 @@ def fuse(*rankings):
 
 
 def _hydrate(cursor, project, chunks, generation_id, question_literal):
-    """The live rows of `chunks`, dropping any whose message changed or went (digest re-check at read)."""
+    """The live rows of `chunks`, dropping any whose message changed or went (digest re-check at read). A message
+    the lexical follower has not reached yet has no source row: it is read as its source would be written."""
     if not chunks:
         return {}
     vector_join, vector_col = "", "NULL::float8"
@@ -287,12 +323,13 @@ def _hydrate(cursor, project, chunks, generation_id, question_literal):
         vector_col = "1 - (pv.embedding <=> %s::vector)"
         params = [question_literal, generation_id, project, chunks]
     cursor.execute(
-        f"SELECT ps.chunk_id::text, ps.source_id::text, ps.ordinal, ps.role, m.content, m.occurred_at,"
-        f" ps.message_bytes, encode(ps.content_digest, 'hex'), {vector_col}"
-        f" FROM passage_source ps JOIN turn_message m ON m.chunk_id = ps.chunk_id"
-        f" JOIN observation o ON o.observation_id = ps.source_id{vector_join}"
-        f" WHERE ps.scope = %s AND ps.chunk_id = ANY(%s::uuid[])"
-        f" AND sha256(convert_to(m.content, 'UTF8')) = ps.content_digest"
+        f"SELECT m.chunk_id::text, m.observation_id::text, m.ordinal, m.role, m.content, m.occurred_at,"
+        f" coalesce(ps.message_bytes, octet_length(convert_to(m.content, 'UTF8'))),"
+        f" encode(coalesce(ps.content_digest, sha256(convert_to(m.content, 'UTF8'))), 'hex'), {vector_col}"
+        f" FROM turn_message m JOIN observation o ON o.observation_id = m.observation_id"
+        f" LEFT JOIN passage_source ps ON ps.chunk_id = m.chunk_id{vector_join}"
+        f" WHERE o.scope = %s AND o.kind = 'turn' AND m.chunk_id = ANY(%s::uuid[])"
+        f" AND (ps.chunk_id IS NULL OR sha256(convert_to(m.content, 'UTF8')) = ps.content_digest)"
         f" AND (o.retention_until IS NULL OR o.retention_until > now())", params)
     return {row[0]: row for row in cursor.fetchall()}
 
@@ -407,18 +444,23 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
                 if len(hits) == limit:
                     break
         generation_id = str(generation.generation_id) if generation is not None else ""
-        through, covered = None, None
+        through, covered, lexical_behind = None, None, False
         if with_coverage:
             stored = lexical.stored
             through, covered = coverage(cursor, project, generation.generation_id if semantic else None,
                                         generation.covered_through_offset if semantic else None,
-                                        through=stored - 1 if stored else None)
+                                        through=stored - 1 if stored else None, indexed=lexical.indexed)
+            reach = through if lexical.reach is None else lexical.reach
+            lexical_behind = through is not None and reach < through
+            if not semantic and lexical_behind:
+                covered = reach if reach >= 0 else None
     if semantic:
-        state = "complete" if covered is not None and through is not None and covered >= through else "catching_up"
-    elif generation is not None:
-        state = "lexical_only"  # a generation exists but the configured embedder cannot search it
+        complete = covered is not None and through is not None and covered >= through and not lexical_behind
+        state = "complete" if complete else "catching_up"
     else:
-        state = "lexical_only"
+        # No vector half (no generation, or the configured embedder cannot search it): lexical only, unless the
+        # lexical follower is further behind than the tail search reads.
+        state = "catching_up" if lexical_behind else "lexical_only"
     return SearchResult(generation_id=generation_id if semantic else "", through_offset=through,
                         covered_through_offset=covered, build_state=state, approximate=used_index,
                         semantic=semantic, hits=hits, question_embedding_ms=embed_ms,

@@ -1,22 +1,24 @@
-"""Celery tasks for passages: thin wrappers over the embedding follower (memory/generations.py)."""
+"""Celery tasks for passages: thin wrappers over the lexical follower (memory/lexical_index.py) and the embedding
+follower (memory/generations.py), which runs after it: a message gets its vector only once it has its source."""
 from celery import shared_task
 
-from . import generations, lexeme_counts
+from . import generations, lexeme_counts, lexical_index
 from .embedding_kick import kick_follow
 
 
 @shared_task(name="memory.tasks.follow_project", acks_late=True, reject_on_worker_lost=True,
              soft_time_limit=600, time_limit=660)
 def follow_project(project):
+    indexed = lexical_index.follow(project)
     stored = generations.follow(project)
-    if stored:
+    if indexed or stored:
         kick_follow(project)  # more may have arrived while this ran; an empty follow ends the chain
-    return {"stored": stored or 0}
+    return {"indexed": indexed or 0, "stored": stored or 0}
 
 
 @shared_task(name="memory.tasks.embedding_sweep")
 def embedding_sweep():
-    projects = generations.projects_to_follow()
+    projects = sorted(set(lexical_index.projects_behind()) | set(generations.projects_to_follow()))
     for project in projects:
         kick_follow(project)
     return projects

@@ -37,6 +37,7 @@ CHECKS = [status_code_conformance, content_type_conformance, response_headers_co
 SCOPED_TABLES = (
     "agent_artifact", "agent_storage_policy", "artifact_tombstone", "curated_claim", "data_subject",
     "embedding_generation", "entity", "entity_vector", "passage_source", "passage_vector", "passage_lexeme_count",
+    "passage_lexical_state",
     "entity_name_receipt", "erasure_request", "fact", "fact_evidence", "fact_history", "ingestion_project_usage",
     "formation_rebuild",
     "ingestion_reservation", "memory_feedback", "observation", "observation_retry", "projection_dependency",

@@ -31,6 +31,9 @@ out["observe"] = post("/v1/observations", {"data_subject_id": "ann", "messages":
 out["search"] = post("/v1/passages/search", {"question": "Who teaches the violin?"})
 out["recall"] = post("/v1/recalls", {"question": "Who teaches the violin?", "surfaces": ["facts", "passages"]})
 out["candidates"] = post("/v1/entities/candidates", {"question": "Who teaches the violin?"})
+from memory import lexical_index
+out["indexed"] = lexical_index.follow("degraded")
+out["search_indexed"] = post("/v1/passages/search", {"question": "Who teaches the violin?"})
 from governance.erasure import erase
 out["erase"] = [200, erase(project="degraded", data_subject_id="ann", principal="cli", principal_kind="operator")]
 from memory import generations
@@ -91,6 +94,7 @@ def test_postgresql_without_pgvector_answers_lexically(pg15_database):
     status, search = out["search"]
     assert status == 200 and search["build_state"] == "lexical_only" and search["generation_id"] == ""
     assert [p["preview"] for p in search["passages"]] == ["My violin teacher lives in Galway."]
+    assert out["indexed"] == 1 and out["search_indexed"] == out["search"]  # the follower's source reads the same
     status, bundle = out["recall"]
     assert status == 200 and bundle["degraded"] == ["semantic_anchors", "passages"]
     assert [p["quote"] for p in bundle["passages"]] == ["My violin teacher lives in Galway."]

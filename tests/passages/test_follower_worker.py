@@ -1,5 +1,6 @@
-"""The follower with a real Celery worker and Redis: observe kicks it (no embedding on the request path), a fresh
-project's first generation starts and activates itself, and a new message is searchable by vector in seconds."""
+"""The followers with a real Celery worker and Redis: observe kicks them (no indexing or embedding on the request
+path), the lexical follower writes passage sources behind it, a fresh project's first generation starts and
+activates itself, and a new message is searchable by vector in seconds."""
 import json
 import time
 import uuid
@@ -81,3 +82,24 @@ def test_new_messages_become_searchable_by_vector_within_seconds(stack, committe
     answer = call(url, token, "/v1/passages/search", {"question": "otters hands"}).json()
     assert answer["generation_id"] == first["generation_id"]  # the same generation, kept current
     assert answer["passages"][0]["preview"] == "Otters hold hands while sleeping."
+
+
+def test_the_worker_writes_passage_sources_behind_observe(stack, committed, test_database_name):
+    project, token, _ = make_project(committed)
+    url = stack["web"].url
+    for n in range(3):
+        body = {"messages": [{"role": "user", "content": f"Badger sighting number {n} by the canal."}],
+                "idempotency_key": str(uuid.uuid4())}
+        assert call(url, token, "/v1/observations", body).status_code == 201
+
+    def indexed():
+        with psycopg.connect(database_url(test_database_name), autocommit=True) as conn:
+            sources = conn.execute("SELECT count(*) FROM passage_source WHERE scope = %s", [project]).fetchone()[0]
+            cursor = conn.execute("SELECT indexed_through FROM passage_lexical_state WHERE scope = %s", [project])
+            row = cursor.fetchone()
+        return sources == 3 and row is not None and row[0] == 2
+
+    wait_for(indexed, 20, what="the lexical follower")
+    answer = call(url, token, "/v1/passages/search", {"question": "badger canal", "limit": 5}).json()
+    assert sorted(p["preview"] for p in answer["passages"]) == [
+        f"Badger sighting number {n} by the canal." for n in range(3)]

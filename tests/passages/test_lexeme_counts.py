@@ -1,11 +1,11 @@
-"""Lexeme document counts: kept exact by the passage_source triggers through writes, folds, erasure and the repair's
+"""Lexeme document counts: kept exact by the lexical follower and the passage_source triggers through writes, folds, erasure and the repair's
 re-derivation (tests/passages/test_digest_recheck.py), holding no words; and the bounded lexical candidate arms that read them."""
 import pytest
 from django.db import connection, transaction
 
 from governance import services
 from governance.erasure import erase
-from memory import lexeme_counts, passages
+from memory import lexeme_counts, lexical_index, passages
 from tests.conftest import unique_name
 from tests.recall.conftest import observe_turn
 
@@ -52,6 +52,8 @@ def test_counts_follow_every_message_and_survive_a_fold(project):
     observe_turn(project, "A quokka and a wombat met.", subject="bob")
     observe_turn(project, "The wombat slept.", subject="bob")
     observe_turn(other_project, "Quokka quokka quokka.")
+    lexical_index.follow(project)
+    lexical_index.follow(other_project)
     words = ["quokka", "wombat", "sandwich", "slept", "absent"]
     expected = {"quokka": 2, "wombat": 2, "sandwich": 1, "slept": 1, "absent": 0}
     assert true_counts(project, words) == expected
@@ -64,6 +66,7 @@ def test_counts_follow_every_message_and_survive_a_fold(project):
 
 def test_the_counts_hold_no_words(project):
     observe_turn(project, "Zanzibarian marmalade.")
+    lexical_index.follow(project)
     with connection.cursor() as cursor:
         cursor.execute("SELECT row_to_json(c)::text FROM passage_lexeme_count c WHERE scope = %s", [project])
         dumped = " ".join(row[0] for row in cursor.fetchall())
@@ -74,6 +77,7 @@ def test_erasure_takes_the_subjects_words_out_of_the_counts(project):
     observe_turn(project, "My xylophonist cousin visits Tuesday.", subject="ann")
     observe_turn(project, "My cousin lives in Oslo.", subject="ann")
     observe_turn(project, "My cousin cooks.", subject="bob")
+    lexical_index.follow(project)
     receipt = erase(project=project, data_subject_id="ann", principal="cli", principal_kind="operator")
     # ann alone used: xylophonist, visit, tuesday, live, oslo; the shared "cousin" stays, counted once.
     assert receipt["deleted"]["passage_lexeme_count"] == 5
@@ -91,6 +95,7 @@ def test_a_rare_word_and_a_pair_of_common_words_find_their_messages_past_the_bud
         observe_turn(project, f"Notes about the kettle, entry {n}.")
     both = observe_turn(project, "The garden kettle is rusty.")
     rare = observe_turn(project, "A heron landed.")
+    lexical_index.follow(project)  # the budget bounds the indexed arms (the tail is read whole)
     found = passages.search(project=project, question="the heron in the garden near the kettle")
     sources = [h.source_id for h in found.hits]
     assert str(rare.id) in sources[:2] and str(both.id) in sources[:2]
@@ -101,7 +106,7 @@ def test_a_rare_word_and_a_pair_of_common_words_find_their_messages_past_the_bud
 def test_the_arms_are_the_rarest_words_then_the_pairs(project):
     counts_by_word = {"heron": 1, "garden": 900, "kettle": 950, "note": 5000}
     idf = {w: 1.0 / n for w, n in counts_by_word.items()}
-    arms = passages._candidate_arms(sorted(counts_by_word), counts_by_word, idf)
+    arms = passages._candidate_arms(*passages._candidate_terms(sorted(counts_by_word), counts_by_word, idf))
     assert arms[0] == "'heron' | 'garden'"  # 1 + 900 within 1,000; kettle would pass it
     assert "('heron' & 'kettle')" in arms[1] and "('garden' & 'kettle')" in arms[1]
     assert "('heron' & 'garden')" not in arms[1]  # both already generators

@@ -1,4 +1,4 @@
-"""Passages in process: sources written with each message, generations and their refusals, hybrid search, the
+"""Passages in process: sources written by the lexical follower, generations and their refusals, hybrid search, the
 digest re-check, recall's passages and the speaker-anchor rule."""
 import math
 import time
@@ -8,7 +8,7 @@ from django.db import connection
 
 from core.encoding import parse_server_timing
 from core.errors import Conflict
-from memory import embedders, generations, passages
+from memory import embedders, generations, lexical_index, passages
 from memory.embedders import EmbedderError, checked
 from tests.fakeembeddings import bag_vector
 from tests.passages.conftest import endpoint_for
@@ -44,8 +44,12 @@ def one(sql, params):
         return cursor.fetchone()
 
 
-def test_every_message_is_a_passage_source_written_with_it(project):
+def test_every_message_is_a_passage_source_written_by_the_follower(project):
     receipt = observe_turn(project, "The Zorblat launch moved to Tuesday.", subject="ann")
+    # Searchable at once, with no embedder and before the follower ran: the tail is read directly.
+    found = passages.search(project=project, question="When is the zorblat launching?")
+    assert [h.source_id for h in found.hits] == [receipt.id] and found.build_state == "lexical_only"
+    lexical_index.follow(project)
     chunk, digest, fmt, lexemes, subject = one(
         "SELECT ps.chunk_id, encode(ps.content_digest, 'hex'), ps.input_format, ps.lexemes::text, ps.data_subject_id"
         " FROM passage_source ps WHERE ps.source_id = %s", [receipt.id])
@@ -53,9 +57,10 @@ def test_every_message_is_a_passage_source_written_with_it(project):
     assert digest == one("SELECT encode(sha256(convert_to(content, 'UTF8')), 'hex') FROM turn_message"
                          " WHERE chunk_id = %s", [chunk])[0]
     assert "'zorblat'" in lexemes and "'launch'" in lexemes
-    # Searchable at once, with no embedder: the lexical surface never lags.
-    found = passages.search(project=project, question="When is the zorblat launching?")
-    assert [h.chunk_id for h in found.hits] == [str(chunk)] and found.build_state == "lexical_only"
+    again = passages.search(project=project, question="When is the zorblat launching?")
+    assert [(h.chunk_id, h.similarity, h.content_digest) for h in again.hits] == [
+        (str(chunk), found.hits[0].similarity, digest)] == [
+        (h.chunk_id, h.similarity, h.content_digest) for h in found.hits]
 
 
 def test_lexical_search_is_an_or_of_the_question_words_ranked_by_rarity(project):

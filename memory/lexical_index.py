@@ -1,0 +1,120 @@
+"""The lexical follower: writes each stored turn's passage source (tsvector) and lexeme counts from the log, behind
+the append path, and reads the turns it has not reached yet (the tail search covers). docs/decisions.md, "Lexical
+follower"."""
+import logging
+import time
+
+from django.db import connection, transaction
+
+from core.locks import session_unlock, try_session_lock
+from core.retry import DEADLOCK, run_retrying
+
+from .passage_schema import TS_CONFIG
+
+logger = logging.getLogger(__name__)
+
+# Observations one indexing statement takes: about 40 ms of tsvectors and GIN entries for one-message turns.
+BATCH_OBSERVATIONS = 500
+# Turns after `indexed_through` that search reads directly, parsing them per request; beyond these the passages
+# answer says `catching_up` and covers only a prefix of the log.
+TAIL_OBSERVATIONS = 256
+FOREIGN_KEY_VIOLATION = "23503"  # a message erased while the follower read it: erasure wins, the batch reruns
+FOLLOW_LOCK = "lexical-follow"
+
+# One statement: the span of the log after `indexed_through` (never past the committed log end, so every offset
+# in it is committed), the sources of its turns, their count deltas and the advanced cursor. A source's message is
+# a deferred foreign key: if erasure deleted the message meanwhile, the commit fails and nothing is kept.
+_INDEX_SQL = f"""
+WITH st AS (
+  SELECT coalesce((SELECT indexed_through FROM passage_lexical_state WHERE scope = %(p)s), -1) AS done,
+         (SELECT log_offset FROM watermark WHERE scope = %(p)s) AS stored),
+span AS (
+  SELECT o.observation_id, o.log_offset, o.kind, o.data_subject_id FROM observation o, st
+  WHERE o.scope = %(p)s AND o.log_offset > st.done AND o.log_offset <= st.stored
+  ORDER BY o.log_offset LIMIT %(batch)s),
+added AS (
+  INSERT INTO passage_source (chunk_id, scope, source_id, ordinal, role, log_offset, occurred_at, data_subject_id,
+                              content_digest, message_bytes, lexemes)
+  SELECT m.chunk_id, %(p)s, m.observation_id, m.ordinal, m.role, s.log_offset, m.occurred_at, s.data_subject_id,
+         sha256(convert_to(m.content, 'UTF8')), octet_length(convert_to(m.content, 'UTF8')),
+         to_tsvector('{TS_CONFIG}'::regconfig, m.content)
+  FROM span s JOIN turn_message m ON m.observation_id = s.observation_id WHERE s.kind = 'turn'
+  ON CONFLICT (chunk_id) DO NOTHING
+  RETURNING lexemes),
+counted AS (
+  INSERT INTO passage_lexeme_count (scope, lexeme_key, documents)
+  SELECT %(p)s, memoir_lexeme_key(l), count(*)::int
+  FROM added a CROSS JOIN LATERAL unnest(tsvector_to_array(a.lexemes)) l GROUP BY 2
+  RETURNING 1),
+moved AS (
+  INSERT INTO passage_lexical_state AS s (scope, indexed_through, updated_at)
+  SELECT %(p)s, max(log_offset), now() FROM span HAVING count(*) > 0
+  ON CONFLICT (scope) DO UPDATE SET indexed_through = greatest(s.indexed_through, EXCLUDED.indexed_through),
+    updated_at = now()
+  RETURNING indexed_through)
+SELECT (SELECT count(*) FROM added), (SELECT count(*) FROM counted), (SELECT indexed_through FROM moved),
+       (SELECT stored FROM st)
+"""
+
+
+def index_batch(*, project, batch=BATCH_OBSERVATIONS):
+    """Index the next `batch` observations of the project's log in one transaction: (sources written, whether the
+    follower has reached the log's end)."""
+    def work():
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_INDEX_SQL, {"p": project, "batch": batch})
+            added, _, through, stored = cursor.fetchone()
+        return added, through is None or stored is None or through >= stored
+
+    return run_retrying(work, what="lexical index", sqlstates=(DEADLOCK, FOREIGN_KEY_VIOLATION))
+
+
+def follow(project, *, budget=30.0):
+    """Index the project's log up to its end (one follower per project at a time). Returns the number of sources
+    written, or None when another follower holds the project."""
+    with connection.cursor() as cursor:
+        if not try_session_lock(cursor, FOLLOW_LOCK, project):
+            return None
+    written = 0
+    deadline = time.monotonic() + budget
+    try:
+        while True:
+            added, done = index_batch(project=project)
+            written += added
+            if done or time.monotonic() >= deadline:
+                break
+    finally:
+        with connection.cursor() as cursor:
+            session_unlock(cursor, FOLLOW_LOCK, project)
+    return written
+
+
+def projects_behind():
+    """Projects whose stored log runs past what the follower has indexed."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT w.scope FROM watermark w LEFT JOIN passage_lexical_state s ON s.scope = w.scope"
+                       " WHERE coalesce(s.indexed_through, -1) < w.log_offset ORDER BY 1")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def read_tail(cursor, *, project, indexed_through, last_offset):
+    """The turns after `indexed_through`, at most TAIL_OBSERVATIONS observations of them, parsed here as their
+    sources would be: ([(chunk_id, log_offset, ordinal, role, data_subject_id, lexemes as a set)], the offset
+    through which the tail reaches)."""
+    # One observation more than the tail holds says whether the log goes on past it, and where.
+    cursor.execute(
+        f"SELECT o.log_offset, m.chunk_id::text, m.ordinal, m.role, o.data_subject_id,"
+        f" tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, m.content))"
+        " FROM (SELECT observation_id, log_offset, kind, data_subject_id FROM observation WHERE scope = %s"
+        "  AND log_offset > %s AND log_offset <= %s ORDER BY log_offset LIMIT %s) o"
+        " LEFT JOIN turn_message m ON m.observation_id = o.observation_id AND o.kind = 'turn'"
+        " ORDER BY o.log_offset, m.ordinal",
+        [project, indexed_through, last_offset, TAIL_OBSERVATIONS + 1])
+    rows = cursor.fetchall()
+    offsets = sorted({row[0] for row in rows})
+    reach = last_offset
+    if len(offsets) > TAIL_OBSERVATIONS:
+        reach = offsets[TAIL_OBSERVATIONS] - 1
+    tail = [(chunk, offset, ordinal, role, subject, frozenset(lexemes))
+            for offset, chunk, ordinal, role, subject, lexemes in rows if chunk is not None and offset <= reach]
+    return tail, reach

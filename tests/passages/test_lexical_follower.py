@@ -1,0 +1,140 @@
+"""The lexical follower: observe writes no passage source, the follower writes sources and counts from the log
+behind it, search reads the turns it has not reached (a bounded tail, then `catching_up`), and erasure wins a race
+with it (two connections)."""
+import threading
+import time
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from governance.erasure import erase
+from memory import lexical_index, passages
+from tests.conftest import make_project
+from tests.recall.conftest import observe_turn
+
+
+@pytest.fixture
+def project(new_project):
+    return new_project[0]
+
+
+def _one(sql, params):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()[0]
+
+
+def _sources(project):
+    return _one("SELECT count(*) FROM passage_source WHERE scope = %s", [project])
+
+
+def _counted(project, word):
+    return _one("SELECT coalesce(sum(documents), 0) FROM passage_lexeme_count WHERE scope = %s"
+                " AND lexeme_key = memoir_lexeme_key(%s)", [project, word])
+
+
+def _indexed_through(project):
+    return _one("SELECT coalesce((SELECT indexed_through FROM passage_lexical_state WHERE scope = %s), -1)",
+                [project])
+
+
+@pytest.mark.django_db
+def test_observe_leaves_indexing_to_the_follower_which_writes_sources_and_counts(project):
+    for n in range(3):
+        observe_turn(project, f"The heron number {n} nests by the weir.", subject="ann")
+    assert _sources(project) == 0 and _counted(project, "heron") == 0 and _indexed_through(project) == -1
+    tail = passages.search(project=project, question="where does the heron nest?")
+    assert len(tail.hits) == 3 and tail.build_state == "lexical_only" and tail.through_offset == 2
+    assert lexical_index.follow(project) == 3
+    assert _sources(project) == 3 and _counted(project, "heron") == 3 and _indexed_through(project) == 2
+    assert lexical_index.follow(project) == 0  # caught up: nothing written twice
+    assert _counted(project, "heron") == 3
+    indexed = passages.search(project=project, question="where does the heron nest?")
+    assert [(h.chunk_id, h.similarity) for h in indexed.hits] == [(h.chunk_id, h.similarity) for h in tail.hits]
+    assert project not in lexical_index.projects_behind()
+    observe_turn(project, "Another heron arrived.")
+    assert project in lexical_index.projects_behind()
+
+
+@pytest.mark.django_db
+def test_the_tail_ranks_like_the_index(project):
+    texts = ["We talked about the weather.", "The weather was fine and the picnic was fun.",
+             "My sister adopted a greyhound called Pixel.", "Weather again, weather always."]
+    for text in texts[:2]:
+        observe_turn(project, text)
+    lexical_index.follow(project)
+    for text in texts[2:]:
+        observe_turn(project, text)  # half indexed, half in the tail
+    question = "What dog did my sister adopt during the weather?"
+    mixed = [(h.content, h.similarity) for h in passages.search(project=project, question=question).hits]
+    lexical_index.follow(project)
+    indexed = [(h.content, h.similarity) for h in passages.search(project=project, question=question).hits]
+    assert mixed == indexed and mixed[0][0] == texts[2]
+
+
+@pytest.mark.django_db
+def test_a_tail_longer_than_the_bound_says_catching_up(project, monkeypatch):
+    monkeypatch.setattr(lexical_index, "TAIL_OBSERVATIONS", 3)
+    for n in range(5):
+        observe_turn(project, f"Turn {n} mentions the word marker{n}.")
+    early = passages.search(project=project, question="marker1")
+    assert [h.content for h in early.hits] == ["Turn 1 mentions the word marker1."]
+    assert early.build_state == "catching_up" and early.covered_through_offset == 2 and early.through_offset == 4
+    late = passages.search(project=project, question="marker4")
+    assert late.hits == [] and late.build_state == "catching_up"
+    lexical_index.follow(project)
+    after = passages.search(project=project, question="marker4")
+    assert [h.content for h in after.hits] == ["Turn 4 mentions the word marker4."]
+    assert after.build_state == "lexical_only" and after.covered_through_offset is None
+
+
+def test_erasure_while_the_follower_indexes_the_subject_keeps_nothing(committed):
+    project, _, _ = make_project(committed)
+    with committed():
+        observe_turn(project, "Bob's note about the orchard.", subject="bob")
+        lexical_index.follow(project)
+        for n in range(3):
+            observe_turn(project, f"Ann's private note {n} about Quokkaville.", subject="ann")
+        observe_turn(project, "Bob's second note about the orchard.", subject="bob")
+        # A second connection holds the follower's cursor row: its statement has written the sources and waits to
+        # advance the cursor, uncommitted, while the erasure runs and commits.
+        blocker = psycopg.connect(_dsn(), autocommit=False)
+        blocker.execute("SELECT 1 FROM passage_lexical_state WHERE scope = %s FOR UPDATE", [project])
+        outcome = {}
+
+        def follower():
+            try:
+                outcome["written"] = lexical_index.follow(project)
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=follower)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not _waiting_on_lock(project) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _waiting_on_lock(project), "the follower never reached the cursor row"
+        receipt = erase(project=project, data_subject_id="ann", principal="cli", principal_kind="operator")
+        blocker.rollback()
+        blocker.close()
+        thread.join(30)
+        assert not thread.is_alive()
+        assert outcome["written"] == 1  # the commit that held Ann's sources failed; the rerun wrote Bob's
+        assert receipt["clean"] is True and receipt["residual"]["passage_source"] == 0
+        assert _one("SELECT count(*) FROM passage_source WHERE scope = %s AND data_subject_id = 'ann'", [project]) == 0
+        assert _counted(project, "quokkavill") == 0 and _counted(project, "orchard") == 2
+        assert _indexed_through(project) == _one("SELECT log_offset FROM watermark WHERE scope = %s", [project])
+
+
+def _dsn():
+    db = settings.DATABASES["default"]
+    return psycopg.conninfo.make_conninfo(dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"],
+                                          password=db.get("PASSWORD") or None)
+
+
+def _waiting_on_lock(project):
+    with psycopg.connect(_dsn(), autocommit=True) as probe:
+        return probe.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                             " AND query LIKE %s", ["%passage_lexical_state%"]).fetchone()[0] > 0
