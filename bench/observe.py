@@ -1,10 +1,14 @@
 """Observe throughput and latency over HTTP at concurrency 1 and 8, beside the same append transaction
-issued directly with psycopg (the raw floor), and the ratio. Run: `make bench` or `.venv/bin/python bench/observe.py`."""
+issued directly with psycopg (the raw floor), and the ratio. Run: `make bench` or `.venv/bin/python bench/observe.py`.
+BENCH_OBSERVE_FOLLOWER=1 also runs a Celery worker on the default queue (the lexical follower, kicked by every
+observe; no embedder, no formation) on the same 2 cores, to show what indexing behind the requests costs them."""
 import hashlib
 import json
 import logging
 import os
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -82,16 +86,32 @@ def raw_run(db_url, project, concurrency, n):
     return rate, stats
 
 
+def start_follower(db_url):
+    """A worker consuming only the default queue, where observe's passage kicks go."""
+    env = dict(os.environ, DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="config.settings.local", MEMOIR_EMBEDDER="none")
+    log = tempfile.NamedTemporaryFile(prefix="memoir-bench-follower-", suffix=".log", delete=False)
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "celery"), "-A", "config", "worker",
+                             "-Q", "default", "-c", "1", "--loglevel", "WARNING", "-n", f"bench-{os.getpid()}@%h"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    time.sleep(8)  # the worker connects and declares its queue
+    if proc.poll() is not None:
+        raise SystemExit("the follower worker exited; see " + log.name)
+    print(f"lexical follower worker running (log {log.name})")
+    return proc
+
+
 def main():
     db_url = ensure_bench_database()
     setup_django()
     server = start_server(db_url)
     url = server.url
+    follower = start_follower(db_url) if os.environ.get("BENCH_OBSERVE_FOLLOWER") else None
     try:
         print(f"observe benchmark: {REQUESTS} turns per run, one project per run, {os.cpu_count()} cores")
-        results = {}
+        results, http_projects = {}, []
         for concurrency in (1, 8):
-            _, token = make_project()
+            http_project, token = make_project()
+            http_projects.append(http_project)
             http_rate, http_stats = http_run(url, token, concurrency, REQUESTS)
             raw_project, _ = make_project()
             raw_rate, raw_stats = raw_run(db_url, raw_project, concurrency, REQUESTS)
@@ -101,8 +121,17 @@ def main():
             print(f"c={concurrency} ratio HTTP/raw = {http_rate / raw_rate:.2f}")
         ok = results[8][0] >= results[8][1] / 3
         print(f"target (HTTP >= 1/3 of raw at c=8): {'met' if ok else 'NOT met'}")
+        if follower is not None:
+            from memory import lexical_index
+
+            time.sleep(3)
+            behind = set(lexical_index.projects_behind()) & set(http_projects)
+            print(f"HTTP projects the follower had not caught up with 3 s after the end: {len(behind)}")
     finally:
         server.stop()
+        if follower is not None:
+            follower.terminate()
+            follower.wait(30)
     return 0
 
 
