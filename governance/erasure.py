@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from django.db import connection, transaction
+from psycopg import sql as pgsql
 
 from core import audit
 from core.encoding import format_ts
@@ -183,14 +184,16 @@ def _remove_source_keyed(cursor, selection, locked, deleted, residual):
             continue
         t_sql, t_params = selection.source_in("t.source_id")
         counted = table == LEXEME_COUNTED
-        cursor.execute(f"DELETE FROM {table} t WHERE t.scope = %s AND {t_sql}"
-                       + (" RETURNING tsvector_to_array(t.lexemes)" if counted else ""), [project, *t_params])
+        cursor.execute(_sql("DELETE FROM {table} t WHERE t.scope = %s AND {where}{returning}", table=table, where=t_sql,
+                            returning=" RETURNING tsvector_to_array(t.lexemes)" if counted else ""),
+                       [project, *t_params])
         deleted[kind] = cursor.rowcount
         erased_lexemes = {lexeme for row in cursor.fetchall() for lexeme in row[0]} if counted else set()
         if carried:
             deleted[carried] = cursor.rowcount  # one tsvector per source row
         r_sql, r_params = selection.selected_or_locked("t.source_id", locked)
-        residual[kind] = _count(cursor, f"SELECT count(*) FROM {table} t WHERE {r_sql}", r_params)
+        residual[kind] = _count(cursor, _sql("SELECT count(*) FROM {table} t WHERE {where}", table=table, where=r_sql),
+                                r_params)
         if carried:
             residual[carried] = residual[kind]
         if counted:
@@ -214,10 +217,12 @@ def _remove_sources_keyed(cursor, selection, locked, deleted, residual):
             continue
         o_sql, o_params = selection.observation_filter("so")
         chosen = f"ARRAY(SELECT so.observation_id FROM observation so WHERE {o_sql})"
-        cursor.execute(f"DELETE FROM {table} t WHERE t.scope = %s AND t.source_ids && {chosen}", [project, *o_params])
+        cursor.execute(_sql("DELETE FROM {table} t WHERE t.scope = %s AND t.source_ids && {chosen}", table=table,
+                            chosen=chosen), [project, *o_params])
         deleted[kind] = cursor.rowcount
         residual[kind] = _count(
-            cursor, f"SELECT count(*) FROM {table} t WHERE t.scope = %s AND t.source_ids && (%s::uuid[] || {chosen})",
+            cursor, _sql("SELECT count(*) FROM {table} t WHERE t.scope = %s AND t.source_ids && (%s::uuid[] || {chosen})",
+                         table=table, chosen=chosen),
             [project, locked, *o_params])
 
 
@@ -234,6 +239,17 @@ def registered_subject(cursor, project, subject, *, lock):
     return row[0] if row else None
 
 
+_IDENTIFIER_FIELDS = ("table", "column")
+
+
+def _sql(template, **parts):
+    """A statement composed with psycopg.sql: `table` and `column` (names read from the erasure registry) are
+    quoted as identifiers, every other part is trusted SQL text built in this module (fragments with their own
+    placeholders)."""
+    return pgsql.SQL(template).format(**{
+        name: pgsql.Identifier(value) if name in _IDENTIFIER_FIELDS else pgsql.SQL(value) for name, value in parts.items()})
+
+
 def _count(cursor, sql, params):
     cursor.execute(sql, params)
     return cursor.fetchone()[0]
@@ -245,12 +261,13 @@ def _walk(cursor, selection, registry, deleted, residual):
     for kind in registry:
         walked.add(kind.kind)
         s_sql, s_params = selection.projection_ids(kind.kind, kind.survives_sharing)
-        cursor.execute(f"DELETE FROM {kind.table} WHERE scope = %s AND {kind.column} IN ({s_sql})",
-                       [project, *s_params])
+        cursor.execute(_sql("DELETE FROM {table} WHERE scope = %s AND {column} IN ({selected})", table=kind.table,
+                            column=kind.column, selected=s_sql), [project, *s_params])
         deleted[kind.kind] = cursor.rowcount
         # The same S, evaluated again: a row the selector still reaches has survived.
         residual[kind.kind] = _count(
-            cursor, f"SELECT count(*) FROM {kind.table} WHERE scope = %s AND {kind.column} IN ({s_sql})",
+            cursor, _sql("SELECT count(*) FROM {table} WHERE scope = %s AND {column} IN ({selected})",
+                         table=kind.table, column=kind.column, selected=s_sql),
             [project, *s_params])
     for kind in WALK_ORDER:
         if kind in walked:
@@ -322,10 +339,11 @@ def remove_selection(cursor, selection, registry, locked):
 
     for key, table in (("record_retraction", "record_retraction"), ("curated_claim", "curated_claim")):
         t_sql, t_params = selection.source_in("t.source_observation_id")
-        cursor.execute(f"DELETE FROM {table} t WHERE t.scope = %s AND {t_sql}", [project, *t_params])
+        cursor.execute(_sql("DELETE FROM {table} t WHERE t.scope = %s AND {where}", table=table, where=t_sql),
+                       [project, *t_params])
         deleted[key] = cursor.rowcount
-        residual[key] = _count(cursor, f"SELECT count(*) FROM {table} t WHERE t.scope = %s AND {t_sql}",
-                               [project, *t_params])
+        residual[key] = _count(cursor, _sql("SELECT count(*) FROM {table} t WHERE t.scope = %s AND {where}",
+                                            table=table, where=t_sql), [project, *t_params])
 
     _remove_source_keyed(cursor, selection, locked, deleted, residual)
     _delete_observations(cursor, selection, deleted)

@@ -5,6 +5,7 @@ from contextlib import contextmanager
 import environ
 from django.conf import settings
 from django.db import connections
+from psycopg import sql as pgsql
 
 # Tables the runtime may only read and append to, with the columns an INSERT may name. The entry id and the time
 # are not among them: the database assigns both (governance.md §4, docs/decisions.md).
@@ -53,11 +54,6 @@ def as_owner(alias="default"):
         connection.settings_dict.update(saved)
 
 
-def _quote(cursor, name):
-    cursor.execute("SELECT quote_ident(%s::text)", [name])
-    return cursor.fetchone()[0]
-
-
 def runtime_role_state(cursor, role):
     """'missing', 'self' (the connected role is the runtime one) or 'present'."""
     cursor.execute("SELECT current_user::text = %s::text, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s::text)",
@@ -70,30 +66,36 @@ def apply_runtime_grants(connection):
     """Grant the runtime role what it needs on every table of the schema, then take back the ledger's.
 
     Idempotent; run by `migrate` after the migrations. Does nothing when the role does not exist or is the one
-    connected (a single-role installation). DDL takes no parameters, so the role name is quoted by the server."""
+    connected (a single-role installation). DDL takes no parameters: names are composed as psycopg.sql identifiers."""
     role = settings.MEMOIR_RUNTIME_ROLE
     with connection.cursor() as cursor:
         if runtime_role_state(cursor, role) != "present":
             return False
-        r = _quote(cursor, role)
-        statements = [
-            f"GRANT USAGE ON SCHEMA public TO {r}",
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {r}",
-            f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {r}",
-            f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r}",
-            f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {r}",
+        r = pgsql.Identifier(role)
+        templates = [
+            "GRANT USAGE ON SCHEMA public TO {role}",
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+            "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}",
+            "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role}",
+            "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {role}",
         ]
         cursor.execute("SELECT current_setting('server_version_num')::int")
         if cursor.fetchone()[0] >= 170000:
             # ANALYZE and VACUUM after bulk work (PostgreSQL 17's MAINTAIN: no rows, triggers or functions change);
             # the ledger's tables lose it again below with everything else.
-            statements += [f"GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO {r}",
-                           f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT MAINTAIN ON TABLES TO {r}"]
+            templates += ["GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO {role}",
+                          "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT MAINTAIN ON TABLES TO {role}"]
+        statements = [pgsql.SQL(t).format(role=r) for t in templates]
         for table, columns in APPEND_ONLY.items():
-            statements += [f"REVOKE ALL ON {table} FROM {r}", f"GRANT SELECT ON {table} TO {r}",
-                           f"GRANT INSERT ({', '.join(columns)}) ON {table} TO {r}"]
+            t = pgsql.Identifier(table)
+            statements += [pgsql.SQL("REVOKE ALL ON {table} FROM {role}").format(table=t, role=r),
+                           pgsql.SQL("GRANT SELECT ON {table} TO {role}").format(table=t, role=r),
+                           pgsql.SQL("GRANT INSERT ({columns}) ON {table} TO {role}").format(
+                               columns=pgsql.SQL(", ").join(map(pgsql.Identifier, columns)), table=t, role=r)]
         for table in READ_ONLY:
-            statements += [f"REVOKE ALL ON {table} FROM {r}", f"GRANT SELECT ON {table} TO {r}"]
+            t = pgsql.Identifier(table)
+            statements += [pgsql.SQL("REVOKE ALL ON {table} FROM {role}").format(table=t, role=r),
+                           pgsql.SQL("GRANT SELECT ON {table} TO {role}").format(table=t, role=r)]
         for statement in statements:
             cursor.execute(statement)
     return True

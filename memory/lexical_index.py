@@ -15,9 +15,9 @@ logger = logging.getLogger(__name__)
 
 # Observations one indexing statement takes: about 40 ms of tsvectors and GIN entries for one-message turns.
 BATCH_OBSERVATIONS = 500
-# Turns after `indexed_through` that search reads directly, parsing them per request; beyond these the passages
-# answer says `catching_up` and covers only a prefix of the log.
-TAIL_OBSERVATIONS = 256
+# Messages after `indexed_through` that search reads directly, parsing them per request (a few ms); beyond these
+# the passages answer says `catching_up` and covers only a prefix of the log.
+TAIL_MESSAGES = 512
 FOREIGN_KEY_VIOLATION = "23503"  # a message erased while the follower read it: erasure wins, the batch reruns
 FOLLOW_LOCK = "lexical-follow"
 
@@ -98,23 +98,21 @@ def projects_behind():
 
 
 def read_tail(cursor, *, project, indexed_through, last_offset):
-    """The turns after `indexed_through`, at most TAIL_OBSERVATIONS observations of them, parsed here as their
-    sources would be: ([(chunk_id, log_offset, ordinal, role, data_subject_id, lexemes as a set)], the offset
-    through which the tail reaches)."""
-    # One observation more than the tail holds says whether the log goes on past it, and where.
+    """The turns after `indexed_through`, whole, at most TAIL_MESSAGES messages of them, parsed here as their sources
+    would be: ([(chunk_id, log_offset, ordinal, role, data_subject_id, lexemes as a set)], the offset through which
+    the tail reaches)."""
+    # One message more than the tail holds says whether the log goes on past it, and where.
     cursor.execute(
         f"SELECT o.log_offset, m.chunk_id::text, m.ordinal, m.role, o.data_subject_id,"
         f" tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, m.content))"
-        " FROM (SELECT observation_id, log_offset, kind, data_subject_id FROM observation WHERE scope = %s"
-        "  AND log_offset > %s AND log_offset <= %s ORDER BY log_offset LIMIT %s) o"
-        " LEFT JOIN turn_message m ON m.observation_id = o.observation_id AND o.kind = 'turn'"
-        " ORDER BY o.log_offset, m.ordinal",
-        [project, indexed_through, last_offset, TAIL_OBSERVATIONS + 1])
+        " FROM observation o JOIN turn_message m ON m.observation_id = o.observation_id"
+        " WHERE o.scope = %s AND o.kind = 'turn' AND o.log_offset > %s AND o.log_offset <= %s"
+        " ORDER BY o.log_offset, m.ordinal LIMIT %s",
+        [project, indexed_through, last_offset, TAIL_MESSAGES + 1])
     rows = cursor.fetchall()
-    offsets = sorted({row[0] for row in rows})
     reach = last_offset
-    if len(offsets) > TAIL_OBSERVATIONS:
-        reach = offsets[TAIL_OBSERVATIONS] - 1
+    if len(rows) > TAIL_MESSAGES:
+        reach = rows[TAIL_MESSAGES][0] - 1  # the observation the limit cut into is left whole to the follower
     tail = [(chunk, offset, ordinal, role, subject, frozenset(lexemes))
-            for offset, chunk, ordinal, role, subject, lexemes in rows if chunk is not None and offset <= reach]
+            for offset, chunk, ordinal, role, subject, lexemes in rows if offset <= reach]
     return tail, reach

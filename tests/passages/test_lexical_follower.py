@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connection
 
 from governance.erasure import erase
-from memory import lexical_index, passages
+from memory import lexical_index, passages, services
 from tests.conftest import make_project
 from tests.recall.conftest import observe_turn
 
@@ -76,7 +76,7 @@ def test_the_tail_ranks_like_the_index(project):
 
 @pytest.mark.django_db
 def test_a_tail_longer_than_the_bound_says_catching_up(project, monkeypatch):
-    monkeypatch.setattr(lexical_index, "TAIL_OBSERVATIONS", 3)
+    monkeypatch.setattr(lexical_index, "TAIL_MESSAGES", 3)
     for n in range(5):
         observe_turn(project, f"Turn {n} mentions the word marker{n}.")
     early = passages.search(project=project, question="marker1")
@@ -88,6 +88,21 @@ def test_a_tail_longer_than_the_bound_says_catching_up(project, monkeypatch):
     after = passages.search(project=project, question="marker4")
     assert [h.content for h in after.hits] == ["Turn 4 mentions the word marker4."]
     assert after.build_state == "lexical_only" and after.covered_through_offset is None
+
+
+@pytest.mark.django_db
+def test_the_tail_never_cuts_a_turn_in_two(project, monkeypatch):
+    monkeypatch.setattr(lexical_index, "TAIL_MESSAGES", 3)
+    observe_turn(project, "First alpaca.")
+    observe_turn(project, "Second alpaca.")
+    services.observe(project=project, messages=[{"role": "user", "content": "Third alpaca, part one.", "group_ordinal": 0},
+                                                {"role": "assistant", "content": "Third alpaca, part two.",
+                                                 "group_ordinal": 1}])
+    found = passages.search(project=project, question="alpaca", limit=10)
+    assert sorted(h.content for h in found.hits) == ["First alpaca.", "Second alpaca."]
+    assert found.build_state == "catching_up" and found.covered_through_offset == 1
+    lexical_index.follow(project)
+    assert len(passages.search(project=project, question="alpaca", limit=10).hits) == 4
 
 
 def test_erasure_while_the_follower_indexes_the_subject_keeps_nothing(committed):
