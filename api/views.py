@@ -1,6 +1,6 @@
 """The /v1 routes. Each view validates its body and calls one service or selector."""
 from formation.kick import kick_drain
-from memory import selectors, services
+from memory import lexical_index, selectors, services
 from memory.embedding_kick import kick_follow
 
 from .base import Result, UnknownRouteView, V1View  # noqa: F401 - UnknownRouteView is routed in urls
@@ -8,9 +8,11 @@ from .turns import OBSERVATION_SHAPE, clean_turn
 
 
 def _kick_after_store(project):
-    """Formation and the embedding follower both learn of the new turn; neither runs on the request path."""
+    """Formation and the passage followers learn of the new turn; neither runs on the request path (the lexical
+    index only when no worker keeps up: lexical_index.help_if_behind)."""
     kick_drain(project)
     kick_follow(project)
+    lexical_index.help_if_behind(project)
 
 
 class ObservationsView(V1View):

@@ -91,7 +91,7 @@ def start_follower(db_url):
     env = dict(os.environ, DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="config.settings.local", MEMOIR_EMBEDDER="none")
     log = tempfile.NamedTemporaryFile(prefix="memoir-bench-follower-", suffix=".log", delete=False)
     proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "celery"), "-A", "config", "worker",
-                             "-Q", "default", "-c", "1", "--loglevel", "WARNING", "-n", f"bench-{os.getpid()}@%h"],
+                             "-Q", "default", "-c", "1", "--loglevel", os.environ.get("BENCH_FOLLOWER_LOGLEVEL", "WARNING"), "-n", f"bench-{os.getpid()}@%h"],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     time.sleep(8)  # the worker connects and declares its queue
     if proc.poll() is not None:

@@ -7,7 +7,9 @@ from celery import current_app
 
 from .kicks import CoalescedKick
 
-KICK_WINDOW = 0.25
+# One follow per project per second and process: the lexical follower's cost is mostly per statement (~4 ms for a
+# handful of turns, ~20 ms for 500), so fewer, larger batches keep it small; search reads the tail meanwhile.
+KICK_WINDOW = 1.0
 
 
 # Published by name, like formation's drain: the task module imports the follower, which kicks.

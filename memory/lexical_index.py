@@ -2,6 +2,7 @@
 the append path, and reads the turns it has not reached yet (the tail search covers). docs/decisions.md, "Lexical
 follower"."""
 import logging
+import threading
 import time
 
 from django.db import connection, transaction
@@ -18,6 +19,10 @@ BATCH_OBSERVATIONS = 500
 # Messages after `indexed_through` that search reads directly, parsing them per request (a few ms); beyond these
 # the passages answer says `catching_up` and covers only a prefix of the log.
 TAIL_MESSAGES = 512
+# When the log runs this far past the cursor, the observe that notices indexes one batch itself after its commit
+# (outside the append lock): with no worker, or a dead one, search never falls further behind than its tail.
+HELP_LAG = 256
+HELP_EVERY = 1.0  # seconds between one process's lag checks for a project
 FOREIGN_KEY_VIOLATION = "23503"  # a message erased while the follower read it: erasure wins, the batch reruns
 FOLLOW_LOCK = "lexical-follow"
 
@@ -87,6 +92,32 @@ def follow(project, *, budget=30.0):
         with connection.cursor() as cursor:
             session_unlock(cursor, FOLLOW_LOCK, project)
     return written
+
+
+_last_check = {}
+_last_check_lock = threading.Lock()
+
+
+def help_if_behind(project):
+    """After an observe commits: if the follower is HELP_LAG offsets behind, index one batch here (skipped while
+    another follower holds the project). Checks at most every HELP_EVERY seconds per project per process, so an
+    observe normally pays nothing. Returns the number of sources written."""
+    now = time.monotonic()
+    with _last_check_lock:
+        if now - _last_check.get(project, -1e9) < HELP_EVERY:
+            return 0
+        _last_check[project] = now
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT w.log_offset - coalesce(s.indexed_through, -1) FROM watermark w"
+                           " LEFT JOIN passage_lexical_state s ON s.scope = w.scope WHERE w.scope = %s", [project])
+            row = cursor.fetchone()
+        if row is None or row[0] < HELP_LAG:
+            return 0
+        return follow(project, budget=0) or 0
+    except Exception:  # noqa: BLE001 - the turn is committed; the worker or the next observe indexes it
+        logger.exception("indexing behind observe failed; the follower will catch up")
+        return 0
 
 
 def projects_behind():

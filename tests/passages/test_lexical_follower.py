@@ -1,6 +1,7 @@
 """The lexical follower: observe writes no passage source, the follower writes sources and counts from the log
-behind it, search reads the turns it has not reached (a bounded tail, then `catching_up`), and erasure wins a race
-with it (two connections)."""
+behind it, search reads the turns it has not reached (a bounded tail, then `catching_up`), observe indexes a batch
+itself when no worker keeps up, and erasure wins a race with it (two connections)."""
+import json
 import threading
 import time
 
@@ -8,6 +9,7 @@ import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.test import Client
 
 from governance.erasure import erase
 from memory import lexical_index, passages, services
@@ -153,3 +155,23 @@ def _waiting_on_lock(project):
     with psycopg.connect(_dsn(), autocommit=True) as probe:
         return probe.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
                              " AND query LIKE %s", ["%passage_lexical_state%"]).fetchone()[0] > 0
+
+
+@pytest.mark.django_db
+def test_observe_indexes_a_batch_itself_when_no_worker_keeps_up(new_project, monkeypatch,
+                                                                django_capture_on_commit_callbacks):
+    project, token = new_project[0], new_project[1]
+    monkeypatch.setattr(lexical_index, "HELP_LAG", 3)
+    monkeypatch.setattr(lexical_index, "HELP_EVERY", 0.0)
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    for n in range(2):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post("/v1/observations", content_type="application/json", data=json.dumps(
+                {"messages": [{"role": "user", "content": f"Lynx track {n}."}]}))
+        assert response.status_code == 201
+    assert _sources(project) == 0  # not behind enough: left to the worker
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/v1/observations", content_type="application/json", data=json.dumps(
+            {"messages": [{"role": "user", "content": "Lynx track 2."}]}))
+    assert response.status_code == 201
+    assert _sources(project) == 3 and _indexed_through(project) == 2  # the third observe indexed the batch
