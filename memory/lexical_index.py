@@ -19,6 +19,7 @@ BATCH_OBSERVATIONS = 500
 # Messages after `indexed_through` that search reads directly, parsing them per request (a few ms); beyond these
 # the passages answer says `catching_up` and covers only a prefix of the log.
 TAIL_MESSAGES = 512
+TAIL_BYTES = 262_144  # and at most this much text (one largest turn), so a run of large messages stays cheap
 # When the log runs this far past the cursor, the observe that notices indexes one batch itself after its commit
 # (outside the append lock): with no worker, or a dead one, search never falls further behind than its tail.
 HELP_LAG = 256
@@ -129,21 +130,27 @@ def projects_behind():
 
 
 def read_tail(cursor, *, project, indexed_through, last_offset):
-    """The turns after `indexed_through`, whole, at most TAIL_MESSAGES messages of them, parsed here as their sources
-    would be: ([(chunk_id, log_offset, ordinal, role, data_subject_id, lexemes as a set)], the offset through which
-    the tail reaches)."""
-    # One message more than the tail holds says whether the log goes on past it, and where.
+    """The turns after `indexed_through`, whole, at most TAIL_MESSAGES messages and TAIL_BYTES of text of them,
+    parsed here as their sources would be: ([(chunk_id, log_offset, ordinal, role, data_subject_id, lexemes as a
+    set)], the offset through which the tail reaches)."""
+    # One message more than the tail holds says whether the log goes on past it, and where; a message past the
+    # byte budget is never parsed.
     cursor.execute(
-        f"SELECT o.log_offset, m.chunk_id::text, m.ordinal, m.role, o.data_subject_id,"
-        f" tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, m.content))"
-        " FROM observation o JOIN turn_message m ON m.observation_id = o.observation_id"
-        " WHERE o.scope = %s AND o.kind = 'turn' AND o.log_offset > %s AND o.log_offset <= %s"
-        " ORDER BY o.log_offset, m.ordinal LIMIT %s",
-        [project, indexed_through, last_offset, TAIL_MESSAGES + 1])
+        f"SELECT t.log_offset, t.chunk_id::text, t.ordinal, t.role, t.data_subject_id, t.running,"
+        f" CASE WHEN t.running <= %s THEN tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, m.content)) END"
+        " FROM (SELECT o.log_offset, o.data_subject_id, m.chunk_id, m.ordinal, m.role,"
+        "  sum(octet_length(m.content)) OVER (ORDER BY o.log_offset, m.ordinal) AS running"
+        "  FROM observation o JOIN turn_message m ON m.observation_id = o.observation_id"
+        "  WHERE o.scope = %s AND o.kind = 'turn' AND o.log_offset > %s AND o.log_offset <= %s"
+        "  ORDER BY o.log_offset, m.ordinal LIMIT %s) t"
+        " JOIN turn_message m ON m.chunk_id = t.chunk_id ORDER BY t.log_offset, t.ordinal",
+        [TAIL_BYTES, project, indexed_through, last_offset, TAIL_MESSAGES + 1])
     rows = cursor.fetchall()
     reach = last_offset
-    if len(rows) > TAIL_MESSAGES:
-        reach = rows[TAIL_MESSAGES][0] - 1  # the observation the limit cut into is left whole to the follower
+    for index, (offset, _, _, _, _, running, _) in enumerate(rows):
+        if index == TAIL_MESSAGES or running > TAIL_BYTES:
+            reach = offset - 1  # the turn the bound cut into is left whole to the follower
+            break
     tail = [(chunk, offset, ordinal, role, subject, frozenset(lexemes))
-            for offset, chunk, ordinal, role, subject, lexemes in rows if offset <= reach]
+            for offset, chunk, ordinal, role, subject, _, lexemes in rows if offset <= reach]
     return tail, reach

@@ -107,6 +107,18 @@ def test_the_tail_never_cuts_a_turn_in_two(project, monkeypatch):
     assert len(passages.search(project=project, question="alpaca", limit=10).hits) == 4
 
 
+@pytest.mark.django_db
+def test_the_tail_parses_no_more_than_its_byte_budget(project, monkeypatch):
+    monkeypatch.setattr(lexical_index, "TAIL_BYTES", 40)
+    observe_turn(project, "A short note about ospreys.")  # 27 bytes
+    observe_turn(project, "A second, longer note about ospreys here.")  # 41 bytes: past the budget with the first
+    found = passages.search(project=project, question="ospreys", limit=10)
+    assert [h.content for h in found.hits] == ["A short note about ospreys."]
+    assert found.build_state == "catching_up" and found.covered_through_offset == 0
+    lexical_index.follow(project)
+    assert len(passages.search(project=project, question="ospreys", limit=10).hits) == 2
+
+
 def test_erasure_while_the_follower_indexes_the_subject_keeps_nothing(committed):
     project, _, _ = make_project(committed)
     with committed():
