@@ -6,9 +6,7 @@ import hashlib
 import json
 import logging
 import os
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
@@ -16,7 +14,7 @@ import httpx
 import psycopg
 from _common import ensure_bench_database, fmt, setup_django, timed_pool
 
-from tests.support.processes import WebServer
+from tests.support.processes import CeleryWorker, WebServer
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 REQUESTS = int(os.environ.get("BENCH_OBSERVE_REQUESTS", "2000"))
@@ -89,15 +87,10 @@ def raw_run(db_url, project, concurrency, n):
 def start_follower(db_url):
     """A worker consuming only the default queue, where observe's passage kicks go."""
     env = dict(os.environ, DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="config.settings.local", MEMOIR_EMBEDDER="none")
-    log = tempfile.NamedTemporaryFile(prefix="memoir-bench-follower-", suffix=".log", delete=False)
-    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "celery"), "-A", "config", "worker",
-                             "-Q", "default", "-c", "1", "--loglevel", os.environ.get("BENCH_FOLLOWER_LOGLEVEL", "WARNING"), "-n", f"bench-{os.getpid()}@%h"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    time.sleep(8)  # the worker connects and declares its queue
-    if proc.poll() is not None:
-        raise SystemExit("the follower worker exited; see " + log.name)
-    print(f"lexical follower worker running (log {log.name})")
-    return proc
+    worker = CeleryWorker(env, queues="default")
+    worker.start()
+    print(f"lexical follower worker running (log {worker.log.name})")
+    return worker
 
 
 def main():
@@ -130,8 +123,7 @@ def main():
     finally:
         server.stop()
         if follower is not None:
-            follower.terminate()
-            follower.wait(30)
+            follower.stop()
     return 0
 
 

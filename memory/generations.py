@@ -76,9 +76,10 @@ _PENDING = (
 )
 
 
-def build(*, project, generation_id, principal, principal_kind, embedder=None, page=PAGE):
+def build(*, project, generation_id, principal, principal_kind, embedder=None, page=PAGE, index_first=True):
     """Embed one page of the generation's missing sources. No transaction is open while the model runs; the
-    store waits for any erasure of those sources and keeps only sources still present and unchanged."""
+    store waits for any erasure of those sources and keeps only sources still present and unchanged.
+    `index_first`: write the sources still missing first (the follower, which did so once, passes False)."""
     _require_storage()
     embedder = _embedder(embedder)
     generation = _generation(project, generation_id)
@@ -86,7 +87,8 @@ def build(*, project, generation_id, principal, principal_kind, embedder=None, p
         raise Conflict("generation_not_live", "the generation was cancelled or retired")
     if not embedder.identity.matches(generation):
         raise Conflict("embedder_mismatch", "the configured embedder is not the generation's model")
-    lexical_index.follow(project)  # a message is embedded from its source: write the sources still missing first
+    if index_first:
+        lexical_index.follow(project)  # a message is embedded from its source
     with connection.cursor() as cursor:
         cursor.execute(_PENDING, [project, str(generation.generation_id), page + 1])
         rows = cursor.fetchall()
@@ -391,7 +393,8 @@ def follow(project, *, budget=None):
             entities_done = False
             while time.monotonic() < deadline:
                 page = build(project=project, generation_id=generation.generation_id,
-                             principal=audit.SYSTEM_PRINCIPAL, principal_kind="system", embedder=embedder)
+                             principal=audit.SYSTEM_PRINCIPAL, principal_kind="system", embedder=embedder,
+                             index_first=False)
                 stored += page.embedded
                 if page.remaining:
                     if page.embedded == 0:

@@ -50,16 +50,14 @@ added AS (
 counted AS (
   INSERT INTO passage_lexeme_count (scope, lexeme_key, documents)
   SELECT %(p)s, memoir_lexeme_key(l), count(*)::int
-  FROM added a CROSS JOIN LATERAL unnest(tsvector_to_array(a.lexemes)) l GROUP BY 2
-  RETURNING 1),
+  FROM added a CROSS JOIN LATERAL unnest(tsvector_to_array(a.lexemes)) l GROUP BY 2),
 moved AS (
   INSERT INTO passage_lexical_state AS s (scope, indexed_through, updated_at)
   SELECT %(p)s, max(log_offset), now() FROM span HAVING count(*) > 0
   ON CONFLICT (scope) DO UPDATE SET indexed_through = greatest(s.indexed_through, EXCLUDED.indexed_through),
     updated_at = now()
   RETURNING indexed_through)
-SELECT (SELECT count(*) FROM added), (SELECT count(*) FROM counted), (SELECT indexed_through FROM moved),
-       (SELECT stored FROM st)
+SELECT (SELECT count(*) FROM added), (SELECT indexed_through FROM moved), (SELECT stored FROM st)
 """
 
 
@@ -69,7 +67,7 @@ def index_batch(*, project, batch=BATCH_OBSERVATIONS):
     def work():
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(_INDEX_SQL, {"p": project, "batch": batch})
-            added, _, through, stored = cursor.fetchone()
+            added, through, stored = cursor.fetchone()
         return added, through is None or stored is None or through >= stored
 
     return run_retrying(work, what="lexical index", sqlstates=(DEADLOCK, FOREIGN_KEY_VIOLATION))

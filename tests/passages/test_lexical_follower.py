@@ -15,6 +15,8 @@ from governance.erasure import erase
 from memory import lexical_index, passages, services
 from tests.conftest import make_project
 from tests.recall.conftest import observe_turn
+from tests.support.db import one
+from tests.support.processes import database_url
 
 
 @pytest.fixture
@@ -22,24 +24,18 @@ def project(new_project):
     return new_project[0]
 
 
-def _one(sql, params):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()[0]
-
-
 def _sources(project):
-    return _one("SELECT count(*) FROM passage_source WHERE scope = %s", [project])
+    return one("SELECT count(*) FROM passage_source WHERE scope = %s", [project])[0]
 
 
 def _counted(project, word):
-    return _one("SELECT coalesce(sum(documents), 0) FROM passage_lexeme_count WHERE scope = %s"
-                " AND lexeme_key = memoir_lexeme_key(%s)", [project, word])
+    return one("SELECT coalesce(sum(documents), 0) FROM passage_lexeme_count WHERE scope = %s"
+                " AND lexeme_key = memoir_lexeme_key(%s)", [project, word])[0]
 
 
 def _indexed_through(project):
-    return _one("SELECT coalesce((SELECT indexed_through FROM passage_lexical_state WHERE scope = %s), -1)",
-                [project])
+    return one("SELECT coalesce((SELECT indexed_through FROM passage_lexical_state WHERE scope = %s), -1)",
+                [project])[0]
 
 
 @pytest.mark.django_db
@@ -129,7 +125,7 @@ def test_erasure_while_the_follower_indexes_the_subject_keeps_nothing(committed)
         observe_turn(project, "Bob's second note about the orchard.", subject="bob")
         # A second connection holds the follower's cursor row: its statement has written the sources and waits to
         # advance the cursor, uncommitted, while the erasure runs and commits.
-        blocker = psycopg.connect(_dsn(), autocommit=False)
+        blocker = psycopg.connect(database_url(settings.DATABASES["default"]["NAME"]), autocommit=False)
         blocker.execute("SELECT 1 FROM passage_lexical_state WHERE scope = %s FOR UPDATE", [project])
         outcome = {}
 
@@ -152,19 +148,13 @@ def test_erasure_while_the_follower_indexes_the_subject_keeps_nothing(committed)
         assert not thread.is_alive()
         assert outcome["written"] == 1  # the commit that held Ann's sources failed; the rerun wrote Bob's
         assert receipt["clean"] is True and receipt["residual"]["passage_source"] == 0
-        assert _one("SELECT count(*) FROM passage_source WHERE scope = %s AND data_subject_id = 'ann'", [project]) == 0
+        assert one("SELECT count(*) FROM passage_source WHERE scope = %s AND data_subject_id = 'ann'", [project])[0] == 0
         assert _counted(project, "quokkavill") == 0 and _counted(project, "orchard") == 2
-        assert _indexed_through(project) == _one("SELECT log_offset FROM watermark WHERE scope = %s", [project])
-
-
-def _dsn():
-    db = settings.DATABASES["default"]
-    return psycopg.conninfo.make_conninfo(dbname=db["NAME"], user=db["USER"], host=db["HOST"], port=db["PORT"],
-                                          password=db.get("PASSWORD") or None)
+        assert _indexed_through(project) == one("SELECT log_offset FROM watermark WHERE scope = %s", [project])[0]
 
 
 def _waiting_on_lock(project):
-    with psycopg.connect(_dsn(), autocommit=True) as probe:
+    with psycopg.connect(database_url(settings.DATABASES["default"]["NAME"]), autocommit=True) as probe:
         return probe.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
                              " AND query LIKE %s", ["%passage_lexical_state%"]).fetchone()[0] > 0
 

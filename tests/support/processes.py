@@ -134,17 +134,18 @@ class WebServer:
 
 
 class CeleryWorker:
-    """A real Celery worker (prefork, one child) consuming both queues."""
+    """A real Celery worker (prefork, one child) consuming both queues, or the ones named."""
 
-    def __init__(self, env, concurrency=1, beat=False):
+    def __init__(self, env, concurrency=1, beat=False, queues="formation,default"):
         self.env = env
+        self.queues = queues
         self.concurrency = concurrency
         self.beat = beat
         self.proc = None
         self.log = tempfile.NamedTemporaryFile(prefix="memoir-worker-", suffix=".log", delete=False)
 
     def start(self):
-        args = [str(BIN / "celery"), "-A", "config", "worker", "-Q", "formation,default", "-c",
+        args = [str(BIN / "celery"), "-A", "config", "worker", "-Q", self.queues, "-c",
                 str(self.concurrency), "--loglevel", "INFO", "-n", f"test-{os.getpid()}-{time.monotonic_ns()}@%h"]
         if self.beat:
             args += ["-B", "-s", tempfile.mktemp(prefix="memoir-beat-")]
