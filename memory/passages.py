@@ -28,6 +28,12 @@ LEXICAL_CANDIDATES = 200
 # have to be kept: k1, b and the assumed average.
 BM25_K1, BM25_B, AVG_LEXEMES = 1.2, 0.75, 16.0
 EXACT_MAX_VECTORS = 20000  # above this a generation is searched through its HNSW index (approximate)
+# A subject holding at most this many vectors of a generation is searched exactly, through the subject index:
+# reading them whole is cheaper and better than walking the graph past other people's vectors.
+EXACT_SUBJECT_MAX = 2000
+# The most index tuples a subject-filtered HNSW scan visits (hnsw.max_scan_tuples): every visited tuple costs a
+# heap read to test its subject, and the subjects it runs for hold more than EXACT_SUBJECT_MAX vectors.
+FILTERED_SCAN_TUPLES = 10000
 MIN_VECTOR_CANDIDATES = 40
 EF_SEARCH = 200
 PREVIEW_BYTES = 1024
@@ -254,7 +260,7 @@ def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
     if roles:
         filters += " AND pv.role = ANY(%(roles)s::text[])"
         params["roles"] = list(roles)
-    distance = distance_to_question(cursor, "pv", dims, k, exact=exact)
+    distance = distance_to_question(cursor, "pv", dims, k, exact=exact, filtered=bool(subject))
     cursor.execute(
         f"SELECT pv.chunk_id::text, {distance} AS d FROM passage_vector pv"
         f" WHERE pv.generation_id = %(g)s::uuid AND pv.dimensions = {dims}{filters} ORDER BY d LIMIT %(k)s", params)
@@ -269,14 +275,17 @@ _large_generations = {}
 LARGE_VERDICT_SECONDS = 60.0
 
 
-def distance_to_question(cursor, alias, dims, k, *, exact):
+def distance_to_question(cursor, alias, dims, k, *, exact, filtered=False):
     """The cosine distance of `alias`.embedding to the bound question vector `%(q)s`, as SQL. Approximate: written
     exactly as the partial HNSW expression index so the planner uses it, with an iterative scan sized for `k`
-    (set for this transaction); exact, or a dimension with no index: a sequential cosine."""
+    (set for this transaction; bounded by FILTERED_SCAN_TUPLES when a subject filters it); exact, or a dimension
+    with no index: a sequential cosine."""
     if exact or dims not in INDEXED_DIMENSIONS:
         return f"{alias}.embedding <=> %(q)s::vector"
+    scan_tuples = FILTERED_SCAN_TUPLES if filtered else 20000  # 20000: pgvector's own default
     cursor.execute(f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                   f" set_config('hnsw.ef_search', '{max(EF_SEARCH, k)}', true)")
+                   f" set_config('hnsw.ef_search', '{max(EF_SEARCH, k)}', true),"
+                   f" set_config('hnsw.max_scan_tuples', '{scan_tuples}', true)")
     return f"{alias}.embedding::vector({dims}) <=> %(q)s::vector({dims})"
 
 
@@ -291,6 +300,15 @@ def _small_generation(cursor, generation):
     else:
         _large_generations[key] = time.monotonic()
     return small
+
+
+def _small_subject(cursor, generation, subject):
+    """Whether `subject` holds at most EXACT_SUBJECT_MAX vectors of the generation (an index-only count that stops
+    one past the bound)."""
+    cursor.execute("SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s"
+                   " AND data_subject_id = %s LIMIT %s) c",
+                   [str(generation.generation_id), subject, EXACT_SUBJECT_MAX + 1])
+    return cursor.fetchone()[0] <= EXACT_SUBJECT_MAX
 
 
 def _count_small(cursor, generation):
@@ -417,6 +435,8 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
                 exact = candidates == 0 and _small_generation(cursor, generation)
             else:
                 exact = not approximate
+            if not exact and data_subject_id and _small_subject(cursor, generation, data_subject_id):
+                exact = True
             used_index = not exact and generation.dimensions in INDEXED_DIMENSIONS
             vector = _vector(cursor, generation, question_vector, data_subject_id, roles,
                              candidates or pool, exact=exact)
