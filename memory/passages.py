@@ -28,9 +28,10 @@ LEXICAL_CANDIDATES = 200
 # have to be kept: k1, b and the assumed average.
 BM25_K1, BM25_B, AVG_LEXEMES = 1.2, 0.75, 16.0
 EXACT_MAX_VECTORS = 20000  # above this a generation is searched through its HNSW index (approximate)
-# A subject holding at most this many vectors of a generation is searched exactly, through the subject index:
-# reading them whole is cheaper and better than walking the graph past other people's vectors.
-EXACT_SUBJECT_MAX = 2000
+# A search whose vectors (the generation's, or one subject's of it) number at most this is exact even where the
+# index was allowed: reading them whole costs a few ms and beats walking a graph shared with other projects and
+# people, which tests each visited tuple's generation and subject on the heap.
+EXACT_FEW_VECTORS = 2000
 # The most index tuples a subject-filtered HNSW scan visits (hnsw.max_scan_tuples): every visited tuple costs a
 # heap read to test its subject, and the subjects it runs for hold more than EXACT_SUBJECT_MAX vectors.
 FILTERED_SCAN_TUPLES = 10000
@@ -272,6 +273,7 @@ def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
 # Generations last counted above EXACT_MAX_VECTORS, with when: counting that far costs ~10 ms per request at
 # 1M vectors, so a large verdict is reused for LARGE_VERDICT_SECONDS (a small one is always recounted, cheaply).
 _large_generations = {}
+_many_vectors = {}  # generations last counted above EXACT_FEW_VECTORS, with when
 LARGE_VERDICT_SECONDS = 60.0
 
 
@@ -302,13 +304,27 @@ def _small_generation(cursor, generation):
     return small
 
 
-def _small_subject(cursor, generation, subject):
-    """Whether `subject` holds at most EXACT_SUBJECT_MAX vectors of the generation (an index-only count that stops
-    one past the bound)."""
-    cursor.execute("SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s"
-                   " AND data_subject_id = %s LIMIT %s) c",
-                   [str(generation.generation_id), subject, EXACT_SUBJECT_MAX + 1])
-    return cursor.fetchone()[0] <= EXACT_SUBJECT_MAX
+def _few_vectors(cursor, generation, subject):
+    """Whether the vectors a search may return, the generation's or `subject`'s of it, number at most
+    EXACT_FEW_VECTORS: a count through the primary key or the subject index that stops one past the bound. A
+    generation found larger is not recounted for LARGE_VERDICT_SECONDS."""
+    key = str(generation.generation_id)
+    if subject is None:
+        seen = _many_vectors.get(key)
+        if seen is not None and time.monotonic() - seen < LARGE_VERDICT_SECONDS:
+            return False
+        cursor.execute("SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s LIMIT %s) c",
+                       [key, EXACT_FEW_VECTORS + 1])
+    else:
+        cursor.execute("SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s"
+                       " AND data_subject_id = %s LIMIT %s) c", [key, subject, EXACT_FEW_VECTORS + 1])
+    few = cursor.fetchone()[0] <= EXACT_FEW_VECTORS
+    if subject is None:
+        if few:
+            _many_vectors.pop(key, None)
+        else:
+            _many_vectors[key] = time.monotonic()
+    return few
 
 
 def _count_small(cursor, generation):
@@ -435,8 +451,8 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
                 exact = candidates == 0 and _small_generation(cursor, generation)
             else:
                 exact = not approximate
-            if not exact and data_subject_id and _small_subject(cursor, generation, data_subject_id):
-                exact = True
+            if not exact and candidates == 0 and _few_vectors(cursor, generation, data_subject_id):
+                exact = True  # `candidates` > 0 asks for the index (api.md §7.3)
             used_index = not exact and generation.dimensions in INDEXED_DIMENSIONS
             vector = _vector(cursor, generation, question_vector, data_subject_id, roles,
                              candidates or pool, exact=exact)

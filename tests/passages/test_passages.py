@@ -247,7 +247,7 @@ def test_speaker_facts_are_ordered_by_relevance_and_leave_room_for_passages(proj
     assert recall_ok(auth, question=question, data_subject_id="ann", max_characters=2000) == bundle
 
 
-def test_a_small_subject_is_searched_exactly_and_a_large_one_through_a_bounded_scan(project, fake, endpoint_embedder,
+def test_few_vectors_are_searched_exactly_and_a_large_subject_through_a_bounded_scan(project, fake, endpoint_embedder,
                                                                                       monkeypatch):
     for text in ("Lisbon is where I live since spring.", "My sister visits in June.", "Rain again today."):
         observe_turn(project, text, subject="ann")
@@ -259,10 +259,15 @@ def test_a_small_subject_is_searched_exactly_and_a_large_one_through_a_bounded_s
     assert small.semantic and small.approximate is False  # ann's three vectors are read whole
     assert {h.content for h in small.hits} == {"Lisbon is where I live since spring.", "My sister visits in June.",
                                                "Rain again today."}
-    monkeypatch.setattr(passages, "EXACT_SUBJECT_MAX", 2)
+    # A small generation is read whole too, even where recall allows the index (it may share the graph with
+    # other projects' millions of vectors).
+    whole = passages.search(project=project, question="lisbon sister", approximate=True)
+    assert whole.approximate is False and len(whole.hits) == 4
+    monkeypatch.setattr(passages, "EXACT_FEW_VECTORS", 2)
     large = passages.search(project=project, question="lisbon sister", data_subject_id="ann", approximate=True)
     assert large.approximate is True
     assert one("SHOW hnsw.max_scan_tuples", [])[0] == str(passages.FILTERED_SCAN_TUPLES)
     assert [h.chunk_id for h in large.hits] == [h.chunk_id for h in small.hits]
     everyone = passages.search(project=project, question="lisbon sister", approximate=True)
     assert everyone.approximate is True and one("SHOW hnsw.max_scan_tuples", [])[0] == "20000"
+    assert [h.chunk_id for h in everyone.hits] == [h.chunk_id for h in whole.hits]
