@@ -6,6 +6,7 @@ import uuid
 
 import redis
 from django.conf import settings
+from rest_framework.throttling import BaseThrottle
 
 logger = logging.getLogger(__name__)
 
@@ -71,3 +72,17 @@ def admit(caller):
         ticket.release()
         return None
     return ticket
+
+
+class AdmissionThrottle(BaseThrottle):
+    """Admission as DRF's throttle: the request's slots are kept on the view, which releases them when it is done."""
+
+    def allow_request(self, request, view):
+        ticket = admit(request.user)
+        if ticket is None:
+            return False
+        view.admission_ticket = ticket
+        return True
+
+    def wait(self):
+        return 1

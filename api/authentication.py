@@ -3,6 +3,7 @@ import threading
 import time
 
 from django.db import connection
+from rest_framework.authentication import BaseAuthentication
 
 from core import audit
 from governance import tokens
@@ -30,6 +31,17 @@ def authenticate(request):
     if token is None:
         return None
     return caller_for_digest(tokens.digest(token))
+
+
+class BearerAuthentication(BaseAuthentication):
+    """DRF's authenticator for /v1: `request.user` is the Caller (None when the token is missing or unknown)."""
+
+    def authenticate(self, request):
+        caller = authenticate(request._request)
+        return None if caller is None else (caller, None)
+
+    def authenticate_header(self, request):
+        return "Bearer"
 
 
 def record_refused_authentication():

@@ -3,27 +3,24 @@ in exactly that order (api.md §1.4), with one ledger row per request and one er
 import logging
 
 from django.db import DatabaseError
-from django.http.request import RawPostDataException
 from django.views.decorators.csrf import csrf_exempt
+from rest_framework import exceptions
 from rest_framework.views import APIView
 
 from core import audit
 from core.errors import DomainError
 from core.retry import run_retrying
 
-from . import admission, authentication
+from . import authentication
+from .admission import AdmissionThrottle
 from .errors import ApiError, error_response, json_response
-from .jsonbody import MAX_BODY_BYTES, Obj, check_shape, decode_body
+from .jsonbody import Obj, check_shape
+from .parsers import StrictJSONParser, V1Request
+from .permissions import READ_ONLY_OPS, AccessMode
 
 logger = logging.getLogger(__name__)
 
-# Ops a read_only credential may call (api.md §1.3); any op not listed, including future ones, is refused.
-READ_ONLY_OPS = frozenset({
-    "freshness", "recall", "context.assemble", "export", "citation.resolve", "message.get", "record.list",
-    "record.history", "entity.list", "entity.get", "embedding.search", "entity_embedding.search",
-    "report_embedding.search", "artifact.get", "artifact.list", "subject.get", "subject.list", "feedback.list",
-    "notification.list", "notification.deliveries",
-})
+__all__ = ["READ_ONLY_OPS", "Result", "V1View", "UnknownRouteView", "EMPTY"]
 
 
 class Result:
@@ -38,19 +35,6 @@ class Result:
         self.headers = headers or {}
 
 
-def _chunked_body(request):
-    """The body of a chunked request (no Content-Length), which Django reads as empty; None otherwise.
-
-    Only when the server has de-chunked the stream and marks it terminated (gunicorn does), so reading to
-    the end is safe; one byte past the limit is read so an oversize body is still refused."""
-    meta = request.META
-    if meta.get("CONTENT_LENGTH") or not meta.get("wsgi.input_terminated"):
-        return None
-    if "chunked" not in meta.get("HTTP_TRANSFER_ENCODING", "").lower():
-        return None
-    return meta["wsgi.input"].read(MAX_BODY_BYTES + 1)
-
-
 def _database_capacity_error(exc):
     # A refused connection carries no SQLSTATE in psycopg, so 53300's two server messages are matched too:
     # "too many clients" (every slot taken) and "remaining connection slots are reserved" (an ordinary role).
@@ -60,117 +44,145 @@ def _database_capacity_error(exc):
             or "remaining connection slots are reserved" in text)
 
 
+def _as_api_error(exc):
+    """The refusal a DRF or domain exception stands for, or None for a fault."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, DomainError):
+        return ApiError(exc.status, exc.code, exc.message)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        return ApiError(401, "unauthenticated")
+    if isinstance(exc, exceptions.Throttled):
+        return ApiError(429, "rate_limited", retry_after=1)
+    if isinstance(exc, exceptions.PermissionDenied):
+        return ApiError(403, "forbidden")
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return ApiError(405, "method_not_allowed")
+    if isinstance(exc, exceptions.ParseError | exceptions.UnsupportedMediaType):
+        return ApiError(400, "invalid_body")
+    return None
+
+
+def exception_handler(exc, context):
+    """The one /v1 exception handler: every refusal and fault as {"error":{"code","message"}} (api.md §2), with the
+    refused ledger row of an authenticated caller; no credential, no row but the rate-limited one."""
+    view = context["view"]
+    caller = view.caller
+    err = _as_api_error(exc)
+    if err is not None and err.status == 401:
+        authentication.record_refused_authentication()
+        return error_response(err)
+    if caller is not None:
+        view.audit(caller, "refused", 0)
+    if err is not None:
+        if err.status == 404:
+            # Unknown, foreign and erased objects get one 404 body everywhere (P10): no wording may hint
+            # at which it was.
+            err = ApiError(404, "not_found")
+        response = error_response(err)
+        if err.status == 405:
+            response["Allow"] = view.method
+        return response
+    if isinstance(exc, DatabaseError):
+        if _database_capacity_error(exc):
+            return error_response(ApiError(503, "no_database_capacity", retry_after=1))
+        logger.error("database error: %s", type(exc).__name__)
+        return error_response(ApiError(500, "internal"))
+    logger.error("unhandled error in %s", view.op, exc_info=exc)
+    return error_response(ApiError(500, "internal"))
+
+
 class V1View(APIView):
-    """Subclasses set `op`, `method`, `shape` (an Obj for POST bodies) and implement `handle`."""
+    """Subclasses set `op`, `method`, `shape` (an Obj for POST bodies) and implement `handle`.
+
+    DRF runs the pipeline: BearerAuthentication, then AdmissionThrottle, then AccessMode (401 → 429 → 403,
+    api.md §1.4: admission before access, which is DRF's order turned round in `initial`), then the method (405),
+    then StrictJSONParser and the shape (400), then the route; every refusal leaves through exception_handler."""
 
     op = None
     method = "POST"
     shape = None
     reads_body = True
 
+    parser_classes = [StrictJSONParser]
+    authentication_classes = [authentication.BearerAuthentication]
+    throttle_classes = [AdmissionThrottle]
+    permission_classes = [AccessMode]
+    caller = None
+    admission_ticket = None
+
     @classmethod
     def as_view(cls, **initkwargs):
         return csrf_exempt(super().as_view(**initkwargs))
 
-    def dispatch(self, request, *args, **kwargs):
-        # DRF's own pipeline (negotiation, parsers, permissions before throttles) is replaced whole.
-        self.headers = {}
-        caller = None
-        try:
-            caller = authentication.authenticate(request)
-        except DatabaseError as exc:
-            return self._server_failure(exc, None)
-        if caller is None:
-            authentication.record_refused_authentication()
-            return error_response(ApiError(401, "unauthenticated"))
-        authentication.touch_last_used(caller)
-        ticket = admission.admit(caller)
-        if ticket is None:
-            return self._refuse(caller, ApiError(429, "rate_limited", retry_after=1))
-        try:
-            return self._serve(request, caller)
-        finally:
-            ticket.release()
+    @property
+    def default_response_headers(self):
+        return {}  # no Allow or Vary on every answer: the contract's headers only
 
-    def _serve(self, request, caller):
-        op = self.op
-        if caller.access != "read_write" and op not in READ_ONLY_OPS:
-            return self._refuse(caller, ApiError(403, "forbidden"))
-        if request.method != self.method:
-            response = self._refuse(caller, ApiError(405, "method_not_allowed"))
-            response["Allow"] = self.method
-            return response
+    def initialize_request(self, request, *args, **kwargs):
+        return V1Request(request, parsers=self.get_parsers(), authenticators=self.get_authenticators(),
+                         negotiator=self.get_content_negotiator(), parser_context=self.get_parser_context(request))
+
+    def get_exception_handler(self):
+        return exception_handler
+
+    def dispatch(self, request, *args, **kwargs):
         try:
-            body = self._read_body(request) if self.method == "POST" and self.reads_body else {}
-            # A route's writes are one transaction, so a deadlock victim kept nothing: run it again, not a 500.
-            result = run_retrying(lambda: self.handle(caller, body), what=op)
-        except ApiError as err:
-            return self._refuse(caller, err)
-        except DomainError as err:
-            return self._refuse(caller, ApiError(err.status, err.code, err.message))
-        except DatabaseError as exc:
-            return self._server_failure(exc, caller)
-        except Exception:
-            logger.exception("unhandled error in %s", op)
-            self._audit(caller, "refused", 0)
-            return error_response(ApiError(500, "internal"))
+            return super().dispatch(request, *args, **kwargs)
+        finally:
+            if self.admission_ticket is not None:
+                self.admission_ticket.release()
+
+    def initial(self, request, *args, **kwargs):
+        self.format_kwarg = None
+        self.caller = request.user  # BearerAuthentication; a DatabaseError here is a fault with no ledger row
+        if self.caller is None:
+            raise exceptions.NotAuthenticated()
+        authentication.touch_last_used(self.caller)
+        self.check_throttles(request)
+        self.check_permissions(request)
+
+    # Every method reaches `run_route`, which answers 405 for all but the route's own (after 401, 429 and 403).
+    def get(self, request, *args, **kwargs):
+        return self.run_route(request)
+
+    post = put = patch = delete = head = options = http_method_not_allowed = get
+
+    def run_route(self, request):
+        if request.method != self.method:
+            raise exceptions.MethodNotAllowed(request.method)
+        body = {}
+        if self.method == "POST" and self.reads_body:
+            body = request.data  # StrictJSONParser
+            if self.shape is not None:
+                body = check_shape(body, self.shape)
+        # A route's writes are one transaction, so a deadlock victim kept nothing: run it again, not a 500.
+        result = run_retrying(lambda: self.handle(self.caller, body), what=self.op)
         if not result.audited:
-            self._audit(caller, "allowed", result.magnitude)
+            self.audit(self.caller, "allowed", result.magnitude)
         response = json_response(result.data, status=result.status)
         for name, value in result.headers.items():
             response[name] = value
         return response
 
-    def _read_body(self, request):
-        try:
-            raw = _chunked_body(request)
-            if raw is None:
-                raw = request.body
-        except (RawPostDataException, Exception) as exc:  # RequestDataTooBig and friends
-            raise ApiError(400, "invalid_body") from exc
-        body = decode_body(raw)
-        if self.shape is not None:
-            body = check_shape(body, self.shape)
-        return body
-
     def handle(self, caller, body):
         raise NotImplementedError
 
-    def _audit(self, caller, outcome, magnitude):
+    def audit(self, caller, outcome, magnitude):
         audit.record_best_effort(op=self.op, principal=caller.credential_id, principal_kind="credential",
                                  project=caller.project, magnitude=magnitude, outcome=outcome)
 
-    def _refuse(self, caller, err):
-        self._audit(caller, "refused", 0)
-        if err.status == 404:
-            # Unknown, foreign and erased objects get one 404 body everywhere (P10): no wording may hint
-            # at which it was.
-            err = ApiError(404, "not_found")
-        return error_response(err)
-
-    def _server_failure(self, exc, caller):
-        if caller is not None:
-            self._audit(caller, "refused", 0)
-        if _database_capacity_error(exc):
-            return error_response(ApiError(503, "no_database_capacity", retry_after=1))
-        logger.error("database error: %s", type(exc).__name__)
-        return error_response(ApiError(500, "internal"))
-
 
 class UnknownRouteView(V1View):
-    """Any other /v1 path: authenticated first, then 404 and a refused route.unknown row."""
+    """Any other /v1 path: authenticated first (no admission, no access check), then 404 and a refused
+    route.unknown row."""
 
     op = "route.unknown"
+    throttle_classes = []
+    permission_classes = []
 
-    def dispatch(self, request, *args, **kwargs):
-        try:
-            caller = authentication.authenticate(request)
-        except DatabaseError as exc:
-            return self._server_failure(exc, None)
-        if caller is None:
-            authentication.record_refused_authentication()
-            return error_response(ApiError(401, "unauthenticated"))
-        return self._refuse(caller, ApiError(404, "not_found"))
+    def run_route(self, request):
+        raise ApiError(404, "not_found")
 
 
 EMPTY = Obj({})

@@ -18,8 +18,9 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from pydantic import ValidationError
 
 from . import authentication, openapi
-from .base import READ_ONLY_OPS, _chunked_body
+from .base import READ_ONLY_OPS
 from .errors import ApiError, error_response
+from .parsers import chunked_body
 
 logger = logging.getLogger(__name__)
 
@@ -248,7 +249,7 @@ def endpoint(request):
         response["WWW-Authenticate"] = "Bearer"
         return response
     try:
-        raw = _chunked_body(request)
+        raw = chunked_body(request)
         if raw is None:
             raw = request.body
     except Exception:  # noqa: BLE001 - RequestDataTooBig and friends
