@@ -117,10 +117,16 @@ class OnnxMiniLM:
 
 
 def load(revision, *, threads):
-    """The session for this wheel revision, exporting the graph first when it is not cached yet."""
+    """The session for this wheel revision, exporting the graph first when it is not cached yet, and again when
+    the cached file cannot be loaded (say, damaged on disk)."""
     path = model_file(revision)
     with _export_lock:
         if not path.exists():
             logger.info("exporting the local embedding model to ONNX (once)")
             export(path)
-    return OnnxMiniLM(path, threads=threads)
+        try:
+            return OnnxMiniLM(path, threads=threads)
+        except Exception:  # noqa: BLE001 - onnxruntime raises its own exception types for a bad graph
+            logger.warning("the cached ONNX graph could not be loaded; exporting it again")
+            export(path)
+            return OnnxMiniLM(path, threads=threads)

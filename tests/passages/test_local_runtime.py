@@ -64,6 +64,15 @@ def test_the_graph_is_exported_once_and_reused(local_model, tmp_path):
         assert np.array_equal(a, b)
 
 
+def test_a_damaged_graph_is_exported_again(local_model, tmp_path):
+    with override_settings(MEMOIR_MODEL_CACHE_DIR=str(tmp_path)):
+        path = minilm_onnx.model_file("test-rev==2")
+        path.write_bytes(b"not an onnx graph")
+        model = minilm_onnx.load("test-rev==2", threads=1)
+        assert path.stat().st_size > 1_000_000
+        assert model.encode(["repaired"], batch_size=1).shape == (1, 384)
+
+
 def test_an_unknown_runtime_is_refused(local_model):
     with override_settings(MEMOIR_LOCAL_EMBEDDING_RUNTIME="tensorflow"):
         with pytest.raises(embedders.EmbedderConfigError, match="RUNTIME"):
