@@ -18,9 +18,9 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from pydantic import ValidationError
 
 from . import authentication, openapi
-from .base import READ_ONLY_OPS
 from .errors import ApiError, error_response
 from .parsers import chunked_body
+from .permissions import READ_ONLY_OPS
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,5 @@
 """The strict JSON body (api.md §3) as DRF's parser for /v1: every body goes through decode_body(), whatever its
 Content-Type, and an empty or chunked body reaches it too (V1Request)."""
-from django.http.request import RawPostDataException
 from django.utils.datastructures import MultiValueDict
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
@@ -49,6 +48,6 @@ class V1Request(Request):
             raw = chunked_body(self._request)
             if raw is None:
                 raw = self._request.body
-        except (RawPostDataException, Exception) as exc:  # RequestDataTooBig and friends
+        except Exception as exc:  # RequestDataTooBig, RawPostDataException and friends
             raise ApiError(400, "invalid_body") from exc
         return self.parsers[0].parse(_RawBody(raw), self.content_type, self.parser_context), MultiValueDict()
