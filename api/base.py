@@ -116,6 +116,10 @@ class V1View(APIView):
         return csrf_exempt(super().as_view(**initkwargs))
 
     @property
+    def allowed_methods(self):
+        return [self.method]
+
+    @property
     def default_response_headers(self):
         return {}  # no Allow or Vary on every answer: the contract's headers only
 

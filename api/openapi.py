@@ -7,10 +7,10 @@ import threading
 from django.conf import settings
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.generators import EndpointEnumerator, SchemaGenerator
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.settings import patched_settings
-from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.schemas.generators import BaseSchemaGenerator
 
 from core.closed_sets import IDENTITY_KINDS, OBJECT_KINDS, ROLES
@@ -655,7 +655,7 @@ def route_operation(view_cls):
 
 
 # ---------------------------------------------------------------------------------------------
-# drf-spectacular glue: V1View routes have one method and no serializers, so the enumerator reads
+# drf-spectacular glue: V1View routes serve one method and have no serializers, so the enumerator reads
 # the method from the view and the AutoSchema builds the operation from ROUTES and `shape`.
 
 
@@ -678,14 +678,35 @@ class V1AutoSchema(AutoSchema):
 
 
 class V1SchemaGenerator(SchemaGenerator):
+    """The generator of the /v1 document, and so of `manage.py check --deploy`'s schema check
+    (SPECTACULAR_SETTINGS["DEFAULT_GENERATOR_CLASS"]), which then checks the contract this project serves."""
+
     endpoint_inspector_cls = V1EndpointEnumerator
 
+    def get_schema(self, request=None, public=False):
+        # patched_settings mutates spectacular's global settings; one generation at a time.
+        with _generation_lock, patched_settings(SPECTACULAR_PATCHES):
+            return super().get_schema(request=request, public=public)
+
     def create_view(self, callback, method, request=None):
-        # V1View has no get()/post() handlers for spectacular's per-action lookup; build it plainly.
+        # A V1View serves its one `method` (every other reaches its 405): build it plainly, with the V1 schema.
         view = BaseSchemaGenerator.create_view(self, callback, method, request)
         view.swagger_fake_view = True
         self._set_schema_to_view(view, V1AutoSchema())
         return view
+
+
+BEARER_SCHEME = {"type": "http", "scheme": "bearer", "description": "mem_ followed by 43 base64url characters"}
+
+
+class BearerAuthenticationScheme(OpenApiAuthenticationExtension):
+    """How drf-spectacular documents api.authentication.BearerAuthentication (registered on import)."""
+
+    target_class = "api.authentication.BearerAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return dict(BEARER_SCHEME)
 
 
 _UNAUTHENTICATED = {
@@ -721,8 +742,7 @@ SPECTACULAR_PATCHES = {
     "POSTPROCESSING_HOOKS": [],
     "APPEND_PATHS": _UNAUTHENTICATED,
     "APPEND_COMPONENTS": {
-        "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer",
-                                           "description": "mem_ followed by 43 base64url characters"}},
+        "securitySchemes": {"bearerAuth": BEARER_SCHEME},
         "schemas": {"Error": ERROR, **BODIES},
         "responses": {name: _error_response(status, codes) for status, (name, codes) in COMMON_ERRORS.items()},
     },
@@ -738,10 +758,7 @@ _cached = {}
 
 def build_document(urlconf=None):
     """Generate the document from the URLconf as it is now."""
-    # patched_settings mutates spectacular's global settings; one generation at a time.
-    with _generation_lock, patched_settings(SPECTACULAR_PATCHES):
-        generator = V1SchemaGenerator(urlconf=urlconf)
-        return generator.get_schema(request=None, public=True)
+    return V1SchemaGenerator(urlconf=urlconf).get_schema(request=None, public=True)
 
 
 def render(document):
@@ -757,25 +774,16 @@ def document_bytes():
         return _cached["bytes"]
 
 
-_swagger_ui = SpectacularSwaggerView.as_view(url="/v1/schema", title="Memoir v1 API")
-
-
-@csrf_exempt
-def docs_view(request):
-    """GET /v1/docs: Swagger UI over /v1/schema, its assets served locally (drf-spectacular-sidecar). A plain
-    function, like schema_view: it is public, takes no credential and writes no ledger row."""
-    if request.method not in ("GET", "HEAD"):
-        response = error_response(ApiError(405, "method_not_allowed"))
-        response["Allow"] = "GET"
-        return response
-    return _swagger_ui(request)
+def refuse_unless_get(request):
+    """405 for any method but GET and HEAD on the public documents, else None."""
+    if request.method in ("GET", "HEAD"):
+        return None
+    response = error_response(ApiError(405, "method_not_allowed"))
+    response["Allow"] = "GET"
+    return response
 
 
 @csrf_exempt
 def schema_view(request):
     """GET /v1/schema: a fixed public document, so no credential, no admission and no ledger row."""
-    if request.method not in ("GET", "HEAD"):
-        response = error_response(ApiError(405, "method_not_allowed"))
-        response["Allow"] = "GET"
-        return response
-    return HttpResponse(document_bytes(), content_type=CONTENT_TYPE)
+    return refuse_unless_get(request) or HttpResponse(document_bytes(), content_type=CONTENT_TYPE)
