@@ -33,7 +33,7 @@ EXACT_MAX_VECTORS = 20000  # above this a generation is searched through its HNS
 # people, which tests each visited tuple's generation and subject on the heap.
 EXACT_FEW_VECTORS = 2000
 # The most index tuples a subject-filtered HNSW scan visits (hnsw.max_scan_tuples): every visited tuple costs a
-# heap read to test its subject, and the subjects it runs for hold more than EXACT_SUBJECT_MAX vectors.
+# heap read to test its subject, and the subjects it runs for hold more than EXACT_FEW_VECTORS vectors.
 FILTERED_SCAN_TUPLES = 10000
 MIN_VECTOR_CANDIDATES = 40
 EF_SEARCH = 200
@@ -273,7 +273,7 @@ def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
 # Generations last counted above EXACT_MAX_VECTORS, with when: counting that far costs ~10 ms per request at
 # 1M vectors, so a large verdict is reused for LARGE_VERDICT_SECONDS (a small one is always recounted, cheaply).
 _large_generations = {}
-_many_vectors = {}  # generations last counted above EXACT_FEW_VECTORS, with when
+_many_vectors = {}  # the same for EXACT_FEW_VECTORS
 LARGE_VERDICT_SECONDS = 60.0
 
 
@@ -292,45 +292,39 @@ def distance_to_question(cursor, alias, dims, k, *, exact, filtered=False):
 
 
 def _small_generation(cursor, generation):
-    key = str(generation.generation_id)
-    seen = _large_generations.get(key)
-    if seen is not None and time.monotonic() - seen < LARGE_VERDICT_SECONDS:
-        return False
-    small = _count_small(cursor, generation)
-    if small:
-        _large_generations.pop(key, None)
-    else:
-        _large_generations[key] = time.monotonic()
-    return small
+    return _generation_at_most(cursor, generation, EXACT_MAX_VECTORS, _large_generations)
 
 
 def _few_vectors(cursor, generation, subject):
     """Whether the vectors a search may return, the generation's or `subject`'s of it, number at most
-    EXACT_FEW_VECTORS: a count through the primary key or the subject index that stops one past the bound. A
-    generation found larger is not recounted for LARGE_VERDICT_SECONDS."""
+    EXACT_FEW_VECTORS (counted through the primary key or the subject index)."""
+    if subject is None:
+        return _generation_at_most(cursor, generation, EXACT_FEW_VECTORS, _many_vectors)
+    return _count_at_most(cursor, generation, EXACT_FEW_VECTORS, subject)
+
+
+def _generation_at_most(cursor, generation, bound, larger):
+    """Whether the generation holds at most `bound` vectors; one found larger (recorded in `larger`) is not
+    recounted for LARGE_VERDICT_SECONDS."""
     key = str(generation.generation_id)
-    if subject is None:
-        seen = _many_vectors.get(key)
-        if seen is not None and time.monotonic() - seen < LARGE_VERDICT_SECONDS:
-            return False
-        cursor.execute("SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s LIMIT %s) c",
-                       [key, EXACT_FEW_VECTORS + 1])
+    seen = larger.get(key)
+    if seen is not None and time.monotonic() - seen < LARGE_VERDICT_SECONDS:
+        return False
+    small = _count_at_most(cursor, generation, bound)
+    if small:
+        larger.pop(key, None)
     else:
-        cursor.execute("SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s"
-                       " AND data_subject_id = %s LIMIT %s) c", [key, subject, EXACT_FEW_VECTORS + 1])
-    few = cursor.fetchone()[0] <= EXACT_FEW_VECTORS
-    if subject is None:
-        if few:
-            _many_vectors.pop(key, None)
-        else:
-            _many_vectors[key] = time.monotonic()
-    return few
+        larger[key] = time.monotonic()
+    return small
 
 
-def _count_small(cursor, generation):
-    cursor.execute("SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s LIMIT %s) c",
-                   [str(generation.generation_id), EXACT_MAX_VECTORS + 1])
-    return cursor.fetchone()[0] <= EXACT_MAX_VECTORS
+def _count_at_most(cursor, generation, bound, subject=None):
+    """A count of the generation's vectors (or `subject`'s of them) that stops one past `bound`."""
+    subject_filter = "" if subject is None else " AND data_subject_id = %s"
+    params = [str(generation.generation_id)] + ([] if subject is None else [subject]) + [bound + 1]
+    cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s{subject_filter}"
+                   " LIMIT %s) c", params)
+    return cursor.fetchone()[0] <= bound
 
 
 def fuse(*rankings):
