@@ -1,5 +1,7 @@
 """The strict JSON body (api.md §3) as DRF's parser for /v1: every body goes through decode_body(), whatever its
 Content-Type, and an empty or chunked body reaches it too (V1Request)."""
+import io
+
 from django.utils.datastructures import MultiValueDict
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
@@ -31,14 +33,6 @@ def chunked_body(request):
     return meta["wsgi.input"].read(MAX_BODY_BYTES + 1)
 
 
-class _RawBody:
-    def __init__(self, data):
-        self.data = data
-
-    def read(self, size=-1):
-        return self.data if size < 0 else self.data[:size]
-
-
 class V1Request(Request):
     """DRF's request, except that the body always goes to the view's one parser: DRF would answer an empty body
     with {} and never read a chunked one (DRF 3.18's `_parse` is the one hook for that)."""
@@ -50,4 +44,4 @@ class V1Request(Request):
                 raw = self._request.body
         except Exception as exc:  # RequestDataTooBig, RawPostDataException and friends
             raise ApiError(400, "invalid_body") from exc
-        return self.parsers[0].parse(_RawBody(raw), self.content_type, self.parser_context), MultiValueDict()
+        return self.parsers[0].parse(io.BytesIO(raw), self.content_type, self.parser_context), MultiValueDict()
