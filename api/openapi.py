@@ -14,8 +14,10 @@ from drf_spectacular.settings import patched_settings
 from rest_framework.schemas.generators import BaseSchemaGenerator
 
 from core.closed_sets import IDENTITY_KINDS, OBJECT_KINDS, ROLES
+from core.text import WHITE_SPACE
 from core.version import __version__
 from memory.recall import MAX_QUESTION_BYTES, SURFACES
+from memory.vocabulary import PREDICATES
 
 from .base import READ_ONLY_OPS, UnknownRouteView, V1View
 from .errors import CONTENT_TYPE, ApiError, error_response
@@ -25,8 +27,9 @@ JSON = "application/json"
 INT32_MAX = 2**31 - 1
 _UUID_RE = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
-# Standard base64 with padding; the server also insists on the canonical spelling (zero pad bits).
-_BASE64_RE = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+# Canonical standard base64 with padding: the character before "==" or "=" leaves its unused bits zero, as the server
+# insists.
+_BASE64_RE = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$"
 _MAX_ARTIFACT_BASE64 = (524_288 + 2) // 3 * 4
 
 # ---------------------------------------------------------------------------------------------
@@ -47,6 +50,14 @@ _SCALARS = {
 }
 # A UUID field where "" reads as omitted (subjects, artifacts).
 UUID_OR_EMPTY = {"type": "string", "pattern": f"^(?:{_UUID_RE})?$", "format": None}
+
+# Text patterns, in the regex dialect both JSON Schema and Python share: the server strips Unicode White_Space
+# (core.text, the one set) to decide blankness and refuses U+0000 in every text field it stores or matches.
+_WS = "".join(f"\\u{ord(c):04x}" for c in sorted(WHITE_SPACE))
+NUL_FREE = "^[^\\u0000]*$"
+NON_BLANK = f"^[^\\u0000]*[^\\u0000{_WS}][^\\u0000]*$"
+EMPTY_OR_NON_BLANK = f"^(?:[^\\u0000]*[^\\u0000{_WS}][^\\u0000]*)?$"
+BLANK = f"^[{_WS}]*$"
 
 
 def _nullable(schema):
@@ -97,12 +108,14 @@ def request_schema(shape, rules):
     return schema
 
 
-def text(max_len=None, *, non_blank=False, description=None):
-    """A string rule: non_blank as minLength 1 (the server strips Unicode White_Space, which no JSON
-    Schema pattern matches exactly), max_len as the character bound of a byte cap."""
-    out = {}
+def text(max_len=None, *, non_blank=False, empty_or_non_blank=False, description=None):
+    """A string rule: NUL-free always; non_blank (some character outside White_Space) or empty_or_non_blank ("" reads
+    as omitted); max_len as the character bound of a byte cap."""
+    out = {"pattern": NUL_FREE}
     if non_blank:
-        out["minLength"] = 1
+        out.update(minLength=1, pattern=NON_BLANK)
+    elif empty_or_non_blank:
+        out["pattern"] = EMPTY_OR_NON_BLANK
     if max_len is not None:
         out["maxLength"] = max_len
     if description:
@@ -383,14 +396,30 @@ def _page_limit(high=100):
 
 
 _SUBJECT_CAP = "at most 1,024 UTF-8 bytes, no U+0000"
+# Erasure and export name a non-blank subject or a non-empty list of turns, never both; a blank subject and an
+# empty list read as not given.
+ONE_SELECTOR = {"description": "exactly one of a non-blank data_subject_id or a non-empty source_observation_ids",
+                "oneOf": [
+                    {"required": ["data_subject_id"], "properties": {
+                        "data_subject_id": {"type": "string", "pattern": NON_BLANK},
+                        "source_observation_ids": {"type": "array", "nullable": True, "maxItems": 0}}},
+                    {"required": ["source_observation_ids"], "properties": {
+                        "source_observation_ids": {"type": "array", "minItems": 1},
+                        "data_subject_id": {"type": "string", "nullable": True, "pattern": BLANK}}}]}
 ROUTES = {
     "observe": Route("turns", "Store one conversation turn", success=201, body="ObservationReceipt", rules={
-        "": {"required": ["messages"]},
+        "": {"required": ["messages"], "anyOf": [
+            {"properties": {"messages": {"type": "array", "items": {"required": ["group_ordinal"],
+                                                                    "properties": {"group_ordinal": {"type": "integer"}}}}}},
+            {"properties": {"messages": {"type": "array", "items": {"properties": {
+                "role": {"type": "string", "enum": [r for r in ROLES if r != "tool"]},
+                "group_ordinal": {"type": "integer", "nullable": True, "enum": [None]}}}}}}],
+            "description": "group_ordinal on every message or on none; a turn with a tool message gives them"},
         "messages": {"minItems": 1, "maxItems": 64, "description": "total content at most 262,144 UTF-8 bytes"},
         "messages[]": {"required": ["role", "content"]},
         "messages[].role": {"enum": list(ROLES)},
         "messages[].content": text(65_536, non_blank=True, description="at most 65,536 UTF-8 bytes, no U+0000"),
-        "messages[].group_ordinal": {"minimum": 0, "description": "on all messages or none; starts at 0, "
+        "messages[].group_ordinal": {"minimum": 0, "maximum": 63, "description": "on all messages or none; starts at 0, "
                                      "each next equals the previous or the previous + 1"},
         "data_subject_id": text(1024, description=_SUBJECT_CAP + "; \"\" means project-wide"),
     }, errors={400: ["invalid_turn"], 409: ["idempotency_conflict"], 429: ["rate_limited"]},
@@ -406,6 +435,7 @@ ROUTES = {
         "surfaces": {"minItems": 1, "maxItems": len(SURFACES), "uniqueItems": True},
         "surfaces[]": {"enum": list(SURFACES)},
         "hops": {"description": "clamped into [1, 2], never refused"},
+        "data_subject_id": text(description="no U+0000; \"\" means none"),
     }, errors={400: ["invalid_question", "invalid_recall_controls"]}),
     "embedding.search": Route("recall", "Hybrid passage search: lexical, plus vectors of the active generation", body="Passages", rules={
         "": {"required": ["question"]},
@@ -442,7 +472,10 @@ ROUTES = {
         "after.byte_start": int_range(0, INT32_MAX),
     }, errors={400: ["invalid_citation"], 404: ["not_found"], 422: ["citation_limit"]}),
     "message.get": Route("sources", "A byte window of one stored message", body="Message", rules={
-        "": {"required": ["chunk_id"]},
+        "": {"required": ["chunk_id"], "anyOf": [
+            {"properties": {"byte_start": {"type": "integer", "nullable": True, "maximum": 0}}},
+            {"required": ["expected_digest"], "properties": {"expected_digest": {"type": "string", "minLength": 64}}}],
+            "description": "byte_start > 0 needs expected_digest"},
         "chunk_id": {"not": {"enum": [NIL_UUID]}},
         "byte_start": {**int_range(0, 65_536), "description": "on a character boundary; with expected_digest when > 0"},
         "byte_limit": int_range(4, 4096),
@@ -465,7 +498,7 @@ ROUTES = {
         "records[].idempotency_key": {"description": "unique within the batch"},
         "records[].data_subject_id": text(1024, description=_SUBJECT_CAP + "; required for a speaker term"),
         "records[].subject": text(1024, non_blank=True),
-        "records[].predicate": text(128, non_blank=True, description="a vocabulary predicate"),
+        "records[].predicate": {"enum": [name for name, *_ in PREDICATES], "description": "a vocabulary predicate"},
         "records[].object": text(1024, non_blank=True),
         "records[].statement": text(16_384, non_blank=True),
     }, errors={400: ["invalid_record_mutation"], 409: ["idempotency_conflict", "record_conflict"]}),
@@ -510,13 +543,20 @@ ROUTES = {
     }, errors={400: ["invalid_record_mutation"], 404: ["not_found"]}),
     "subject.register": Route("subjects", "Register a data subject (idempotent)", body="SubjectReplayed", rules={
         "": {"required": ["idempotency_key"]},
-        "external_reference": text(1024, description="\"\" is omitted; otherwise non-blank, at most 1,024 UTF-8 bytes"),
-        "label": text(256, description="\"\" is omitted; otherwise non-blank, at most 256 UTF-8 bytes"),
+        "external_reference": text(1024, empty_or_non_blank=True,
+                                   description="\"\" is omitted; otherwise non-blank, at most 1,024 UTF-8 bytes"),
+        "label": text(256, empty_or_non_blank=True,
+                      description="\"\" is omitted; otherwise non-blank, at most 256 UTF-8 bytes"),
     }, errors={400: ["invalid_subject"], 404: ["not_found"], 409: ["subject_conflict"]}),
     "subject.get": Route("subjects", "One subject by id or by external reference", body="Subject", rules={
-        "": {"description": "exactly one of id and external_reference"},
+        "": {"description": "exactly one of id and external_reference", "oneOf": [
+            {"required": ["id"], "properties": {"id": {"type": "string", "minLength": 1},
+                                                "external_reference": {"type": "string", "nullable": True, "maxLength": 0}}},
+            {"required": ["external_reference"], "properties": {
+                "external_reference": {"type": "string", "minLength": 1},
+                "id": {"type": "string", "nullable": True, "maxLength": 0}}}]},
         "id": UUID_OR_EMPTY,
-        "external_reference": text(1024),
+        "external_reference": text(1024, empty_or_non_blank=True),
     }, errors={400: ["invalid_subject"], 404: ["not_found"]}),
     "subject.list": Route("subjects", "Subjects in id order", body="SubjectList", rules={
         "after": UUID_OR_EMPTY,
@@ -524,14 +564,15 @@ ROUTES = {
     }, errors={400: ["invalid_subject"]}),
     "subject.update": Route("subjects", "Replace a subject's reference and label", body="SubjectReplayed", rules={
         "": {"required": ["id", "expected_version"]},
-        "external_reference": text(1024, description="omitted or \"\" clears it"),
-        "label": text(256, description="omitted or \"\" clears it"),
+        "external_reference": text(1024, empty_or_non_blank=True, description="omitted or \"\" clears it"),
+        "label": text(256, empty_or_non_blank=True, description="omitted or \"\" clears it"),
     }, errors={400: ["invalid_subject"], 404: ["not_found"], 409: ["subject_conflict"]}),
     "artifact.put": Route("artifacts", "Create, update or replay an artifact", body="ArtifactPut", rules={
         "": {"required": ["id", "data_subject_id", "kind", "content"]},
         "data_subject_id": text(1024, non_blank=True, description=_SUBJECT_CAP),
         "kind": {"enum": ["state", "file"]},
-        "name": text(256, description="\"\" by default; otherwise non-blank, at most 256 UTF-8 bytes"),
+        "name": text(256, empty_or_non_blank=True,
+                     description="\"\" by default; otherwise non-blank, at most 256 UTF-8 bytes"),
         "content": {"pattern": _BASE64_RE, "maxLength": _MAX_ARTIFACT_BASE64,
                     "description": "canonical standard base64 with padding, at most 524,288 decoded bytes"},
         "expected_version": {**UUID_OR_EMPTY,
@@ -540,12 +581,12 @@ ROUTES = {
                429: ["storage_capacity"]}),
     "artifact.get": Route("artifacts", "One artifact with its content", body="ArtifactContent", rules={
         "": {"required": ["id"]},
-        "data_subject_id": text(1024),
+        "data_subject_id": text(1024, empty_or_non_blank=True),
     }, errors={400: ["invalid_artifact"], 404: ["not_found"]}),
     "artifact.list": Route("artifacts", "Artifacts in id order", body="ArtifactList", rules={
         "kind": {"enum": ["", "state", "file"]},
         "name_prefix": text(256, description="a literal prefix"),
-        "data_subject_id": text(1024),
+        "data_subject_id": text(1024, empty_or_non_blank=True),
         "after": UUID_OR_EMPTY,
         "limit": {**int_range(0, 100), "description": "0 or omitted means 20"},
     }, errors={400: ["invalid_artifact"]}),
@@ -553,15 +594,17 @@ ROUTES = {
                              body="Deleted", rules={
         "": {"required": ["id"]},
         "expected_version": {**UUID_OR_EMPTY, "description": "omitted: delete whatever version is current"},
-        "data_subject_id": text(1024),
+        "data_subject_id": text(1024, empty_or_non_blank=True),
     }, errors={400: ["invalid_artifact"], 404: ["not_found"], 409: ["artifact_conflict"]}),
     "erase": Route("governance", "Erase a data subject or source turns, with a receipt", body="Erasure", rules={
-        "": {"description": "exactly one of a non-blank data_subject_id or a non-empty source_observation_ids"},
+        "": ONE_SELECTOR,
+        "data_subject_id": {"maxLength": 1024, "description": _SUBJECT_CAP},
         "source_observation_ids": {"maxItems": 10_000},
         "reason": text(1024),
     }, errors={400: ["no_subject", "invalid_erasure"]}),
     "export": Route("governance", "Export a data subject's or source turns' rows", body="Export", rules={
-        "": {"description": "exactly one of a non-blank data_subject_id or a non-empty source_observation_ids"},
+        "": ONE_SELECTOR,
+        "data_subject_id": {"maxLength": 1024, "description": _SUBJECT_CAP},
         "source_observation_ids": {"maxItems": 10_000},
     }, errors={400: ["no_subject", "invalid_export"], 422: ["export_too_large"]}),
 }
