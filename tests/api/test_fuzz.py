@@ -34,9 +34,10 @@ pytestmark = pytest.mark.live
 MAX_EXAMPLES = int(os.environ.get("MEMOIR_FUZZ_EXAMPLES", "12"))
 CHECKS = [status_code_conformance, content_type_conformance, response_headers_conformance,
           response_schema_conformance, negative_data_rejection, positive_data_acceptance]
-# The one rule OpenAPI 3.0 cannot state: a turn's group ordinals start at 0 and grow by at most 1 from message to
-# message (docs/decisions.md, "What the /v1 document states"), so a schema-valid turn may still be refused.
-UNSTATABLE = {"observe": positive_data_acceptance}
+# Rules the document cannot state (docs/decisions.md, "What the /v1 document states"), so a schema-valid body may
+# still be refused: a turn's group ordinals start at 0 and grow by at most 1 from message to message, and a
+# notification URL must name a host of this deployment's allowlist that resolves to a public address.
+UNSTATABLE = {"observe": positive_data_acceptance, "notification.register": positive_data_acceptance}
 # Every table that holds a project's rows (the credential is left out: last_used_at is a best-effort touch).
 SCOPED_TABLES = (
     "agent_artifact", "agent_storage_policy", "artifact_tombstone", "curated_claim", "data_subject",
