@@ -7,6 +7,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 def route_views(patterns):
     """Every V1View subclass routed by `patterns`, resolvers included, in URLconf order."""
+    # Here, not at the top: apps.py is imported before the app registry is ready.
     from .base import V1View
 
     found = []
@@ -22,6 +23,7 @@ def route_views(patterns):
 
 def check_route_ops(patterns=None):
     """Raise ImproperlyConfigured naming every routed op the ledger cannot record."""
+    # Here, not at the top: apps.py is imported before the app registry is ready.
     from core.audit import OPERATIONS
 
     if patterns is None:

@@ -2,10 +2,12 @@
 
 Celery only kicks work: PostgreSQL is the queue, so a lost message delays formation and loses nothing.
 """
+import logging.config
 import os
 
 from celery import Celery
 from celery.signals import setup_logging
+from django.conf import settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
@@ -18,8 +20,4 @@ app.autodiscover_tasks()
 def use_django_logging(**_):
     """Worker and beat log through settings.LOGGING (config/logs.py): its format, and Celery's per-task lines
     kept below INFO, instead of Celery's own set-up (which --loglevel would otherwise drive)."""
-    import logging.config
-
-    from django.conf import settings
-
     logging.config.dictConfig(settings.LOGGING)

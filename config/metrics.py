@@ -7,6 +7,7 @@ a token or content (docs/operating.md §Metrics)."""
 import hmac
 import os
 
+import redis
 from django.conf import settings
 from django.http import Http404, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -15,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from config import __version__
+from console import dashboard_selectors as ds
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 QUEUES = ("formation", "default")
@@ -35,8 +37,6 @@ class DatabaseCollector:
     """Figures read at scrape time, so every worker answers the same and nothing is lost on a restart."""
 
     def collect(self):
-        from console import dashboard_selectors as ds
-
         info = GaugeMetricFamily("memoir_info", "The running Memoir version.", labels=["version"])
         info.add_metric([__version__], 1)
         yield info
@@ -103,8 +103,6 @@ class DatabaseCollector:
 
 def queue_lengths():
     """{queue: messages waiting} from the broker, or None when it does not answer within a second."""
-    import redis
-
     try:
         client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=1, socket_connect_timeout=1)
         with client.pipeline() as pipe:

@@ -56,6 +56,7 @@ class RequestLogMiddleware:
                 "request_id": request_id, "op": op, "method": request.method, "route": route_of(request),
                 "status": status, "duration_ms": round(duration * 1000, 2)})
         if self.metrics_on and op != "metrics":
+            # Only when metrics are on: importing the module registers its metric families.
             from . import metrics
 
             metrics.observe_request(op=op, status=status, seconds=duration)

@@ -16,6 +16,7 @@ from console.access import OPERATOR, hexdigest, principal_of
 from console.site import ExactSearchAdmin, LedgeredAdmin, ViewOnlyAdmin, confirm_action, exact_uuid, site
 from core.errors import DomainError
 from governance import services
+from governance.artifacts import configure_storage
 from governance.models import (
     PROJECT_NAME_RE,
     AgentArtifact,
@@ -177,11 +178,6 @@ class ProjectAdmin(LedgeredAdmin):
                 continue
             formset.changed_objects.append((policy_form.instance, policy_form.changed_data))
             limits = {k: policy_form.cleaned_data[k] for k in StoragePolicyForm.Meta.fields}
-            try:
-                from governance.artifacts import configure_storage
-            except ImportError:
-                messages.error(request, "The storage policy service is not available; limits were not changed.")
-                return
             try:
                 with transaction.atomic():
                     configure_storage(project=form.instance.pk, principal=principal_of(request),

@@ -7,7 +7,8 @@ Every mutation goes through a service with principal `user:<pk>`, kind `operator
 import uuid
 
 from django.contrib import admin
-from django.contrib.admin.utils import quote
+from django.contrib.admin.filters import FieldListFilter, ListFilter
+from django.contrib.admin.utils import get_fields_from_path, quote
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -58,9 +59,6 @@ class DeclaredLookupsOnly:
     def _filter_parameters(self, item, request):
         key = (type(self), repr(item))
         if key not in self._declared_cache:
-            from django.contrib.admin.filters import FieldListFilter, ListFilter
-            from django.contrib.admin.utils import get_fields_from_path
-
             if isinstance(item, type) and issubclass(item, ListFilter):
                 spec = item(request, {}, self.model, self)
             else:

@@ -1,5 +1,7 @@
 """The console's subject page (issue 14): one data subject in one project at a glance, with Export and Erase
 for those allowed. Each section shows only to holders of its permission; content needs memory.view_content."""
+from urllib.parse import urlencode
+
 from django import forms
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
@@ -69,6 +71,4 @@ def _sections(request, project, resolved):
 
 
 def _changelist(model, **query):
-    from urllib.parse import urlencode
-
     return reverse(f"admin:{model}_changelist") + "?" + urlencode(query)

@@ -13,11 +13,13 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 import httpx
+from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection, transaction
 
 from core.locks import session_unlock, try_session_lock
 from core.text import WHITE_SPACE, WS_CLASS
 
+from .extractor import model_config_from_settings
 from .model_client import MAX_REPLY_BYTES, new_fence, validate_config
 
 logger = logging.getLogger(__name__)
@@ -178,10 +180,6 @@ class ModelSummariser:
 
 def current_summariser():
     """The model summariser when a model is configured (and not forced to rules), else the extractive one."""
-    from django.conf import settings
-
-    from .extractor import model_config_from_settings
-
     mode = (getattr(settings, "MEMOIR_EXTRACTOR", "") or "auto").strip().lower()
     config = None if mode == "rules" else model_config_from_settings(settings)
     return ExtractiveSummariser() if config is None else ModelSummariser(config)

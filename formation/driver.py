@@ -17,6 +17,7 @@ from memory.services import recompute_watermark
 
 from . import vocabulary as vocab
 from .claims import Claim, Source, assert_claim, reject_claim
+from .extractor import build_proposer
 from .gates import Admitted, judge
 from .proposals import Message, ProposerError
 
@@ -48,8 +49,6 @@ _proposer_cache = {}
 def current_proposer():
     """The configured proposer, built once per process (a bad configuration fails loudly here)."""
     if "proposer" not in _proposer_cache:
-        from .extractor import build_proposer
-
         v = vocab.load()
         _proposer_cache["proposer"] = build_proposer(vocabulary=v.predicates, unresolvable=sorted(v.unresolvable))
     return _proposer_cache["proposer"]
@@ -239,7 +238,7 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
         return stats
     if proposer is None:
         # Under the lock, so an extractor rebuild finishing (it takes this lock) sees no drain on the old one.
-        from .rebuild import project_proposer
+        from .rebuild import project_proposer  # rebuild imports this module
 
         proposer = project_proposer(project, current_proposer())
     formation_commits(durable=False)
@@ -285,13 +284,13 @@ def drain(project, *, proposer=None, run_budget=None, turn_budget=None):
 
 def _rebuild_switched(project, pinned):
     """True when a rebuild changed this project's extractor and the turn's older pin can still be run here."""
-    from .rebuild import project_extractor
+    from .rebuild import project_extractor  # rebuild imports this module
 
     return pinned is not None and project_extractor(project) is not None and _pinned_proposer(pinned) is not None
 
 
 def _pinned_proposer(pinned):
-    from .rebuild import proposer_for
+    from .rebuild import proposer_for  # rebuild imports this module
 
     return proposer_for(pinned)
 

@@ -7,6 +7,7 @@ facts stay as history (knowledge closed, never deleted), and an erased source ge
 """
 import importlib
 import logging
+import re
 import time
 import uuid
 from collections import Counter
@@ -27,7 +28,9 @@ from . import ids
 from . import vocabulary as vocab
 from .claims import Claim, ClaimRefused, Source, claim_fact_id, write_claim
 from .driver import drain_unlock, formation_commits, try_drain_lock
+from .extractor import model_config_from_settings
 from .gates import Admitted, judge
+from .model_client import ModelProposer
 from .proposals import Message, ProposerError
 
 logger = logging.getLogger(__name__)
@@ -63,9 +66,6 @@ _unbuildable_warned = set()  # job ids whose unbuildable target this process has
 
 
 def _model_proposer():
-    from .extractor import model_config_from_settings
-    from .model_client import ModelProposer
-
     config = model_config_from_settings(settings)
     if config is None:
         return None
@@ -96,8 +96,6 @@ def proposer_for(version):
 
 
 def _is_model_version(version):
-    import re
-
     return re.fullmatch(MODEL_EXTRACTOR_VERSION_RE, version or "") is not None
 
 

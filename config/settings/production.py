@@ -42,6 +42,4 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 
 # The notification test-only switches never reach a production deployment.
 if MEMOIR_NOTIFY_ALLOW_PRIVATE or MEMOIR_NOTIFY_CA_BUNDLE:  # noqa: F405
-    from django.core.exceptions import ImproperlyConfigured
-
     raise ImproperlyConfigured("MEMOIR_NOTIFY_ALLOW_PRIVATE and MEMOIR_NOTIFY_CA_BUNDLE are for tests only")

@@ -1,5 +1,6 @@
 """`memoir_openapi [--write | --check]`: print the /v1 OpenAPI document, refresh the checked-in copy, or
 fail (exit status 1) when the copy differs from what the code generates."""
+import json
 from pathlib import Path
 
 from django.conf import settings
@@ -30,8 +31,6 @@ class Command(OperatorCommand):
                                     code="stale")
             return {"current": path}, ["docs/openapi.json is current"]
         if options.get("json"):
-            import json
-
             return json.loads(generated), []
         self.stdout.write(generated.decode("utf-8"), ending="")
         return None, []
