@@ -5,6 +5,7 @@ Per source: the proposer runs first (no transaction open), then the gates, then 
 source's regenerated reading (facts, evidence, refusals, pin) with the new one. Human records win, replaced
 facts stay as history (knowledge closed, never deleted), and an erased source gets nothing written.
 """
+import functools
 import importlib
 import logging
 import re
@@ -704,13 +705,11 @@ class _ReadAhead:
         return self.futures.pop(observation_id).result()
 
 
-_executor = []
-
-
+@functools.cache
 def _pool():
-    if not _executor:
-        _executor.append(ThreadPoolExecutor(max_workers=READ_AHEAD, thread_name_prefix="rebuild-read"))
-    return _executor[0]
+    """The read-ahead pool, made on first use: a process that never rebuilds never holds one (its threads start with
+    the first task)."""
+    return ThreadPoolExecutor(max_workers=READ_AHEAD, thread_name_prefix="rebuild-read")
 
 
 def _flush(job_id, owner, lease_seconds, passed_to, skipped):

@@ -13,6 +13,7 @@ from memory.embedders import EmbedderError, checked
 from tests.fakeembeddings import bag_vector
 from tests.passages.conftest import endpoint_for
 from tests.recall.conftest import observe_turn, post, recall_ok, write_fact
+from tests.support.db import one
 
 pytestmark = pytest.mark.django_db
 
@@ -36,12 +37,6 @@ def build_all(project, embedder, *, activate=True):
         generations.activate(project=project, generation_id=generation.generation_id, principal="cli",
                              principal_kind="operator")
     return generation
-
-
-def one(sql, params):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()
 
 
 def test_every_message_is_a_passage_source_written_by_the_follower(project):
