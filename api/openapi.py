@@ -123,6 +123,18 @@ def text(max_len=None, *, non_blank=False, empty_or_non_blank=False, description
     return out
 
 
+def exactly_one(description, **fields):
+    """A body rule naming exactly one of `fields`, each given as (schema when named, schema when not: absent, null
+    or a value the server reads as not given)."""
+    branches = []
+    for name, (given, _) in fields.items():
+        properties = {name: given}
+        properties.update({other: {**absent, "nullable": True}
+                           for other, (_, absent) in fields.items() if other != name})
+        branches.append({"required": [name], "properties": properties})
+    return {"description": description, "oneOf": branches}
+
+
 def int_range(low, high):
     return {"minimum": low, "maximum": high}
 
@@ -398,14 +410,10 @@ def _page_limit(high=100):
 _SUBJECT_CAP = "at most 1,024 UTF-8 bytes, no U+0000"
 # Erasure and export name a non-blank subject or a non-empty list of turns, never both; a blank subject and an
 # empty list read as not given.
-ONE_SELECTOR = {"description": "exactly one of a non-blank data_subject_id or a non-empty source_observation_ids",
-                "oneOf": [
-                    {"required": ["data_subject_id"], "properties": {
-                        "data_subject_id": {"type": "string", "pattern": NON_BLANK},
-                        "source_observation_ids": {"type": "array", "nullable": True, "maxItems": 0}}},
-                    {"required": ["source_observation_ids"], "properties": {
-                        "source_observation_ids": {"type": "array", "minItems": 1},
-                        "data_subject_id": {"type": "string", "nullable": True, "pattern": BLANK}}}]}
+ONE_SELECTOR = exactly_one(
+    "exactly one of a non-blank data_subject_id or a non-empty source_observation_ids",
+    data_subject_id=({"type": "string", "pattern": NON_BLANK}, {"type": "string", "pattern": BLANK}),
+    source_observation_ids=({"type": "array", "minItems": 1}, {"type": "array", "maxItems": 0}))
 ROUTES = {
     "observe": Route("turns", "Store one conversation turn", success=201, body="ObservationReceipt", rules={
         "": {"required": ["messages"], "anyOf": [
@@ -549,12 +557,9 @@ ROUTES = {
                       description="\"\" is omitted; otherwise non-blank, at most 256 UTF-8 bytes"),
     }, errors={400: ["invalid_subject"], 404: ["not_found"], 409: ["subject_conflict"]}),
     "subject.get": Route("subjects", "One subject by id or by external reference", body="Subject", rules={
-        "": {"description": "exactly one of id and external_reference", "oneOf": [
-            {"required": ["id"], "properties": {"id": {"type": "string", "minLength": 1},
-                                                "external_reference": {"type": "string", "nullable": True, "maxLength": 0}}},
-            {"required": ["external_reference"], "properties": {
-                "external_reference": {"type": "string", "minLength": 1},
-                "id": {"type": "string", "nullable": True, "maxLength": 0}}}]},
+        "": exactly_one("exactly one of id and external_reference",
+                        id=({"type": "string", "minLength": 1}, {"type": "string", "maxLength": 0}),
+                        external_reference=({"type": "string", "minLength": 1}, {"type": "string", "maxLength": 0})),
         "id": UUID_OR_EMPTY,
         "external_reference": text(1024, empty_or_non_blank=True),
     }, errors={400: ["invalid_subject"], 404: ["not_found"]}),
