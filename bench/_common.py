@@ -1,5 +1,6 @@
 """Shared helpers for the benchmarks: a dedicated, migrated bench database and timing summaries."""
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -122,3 +123,30 @@ def index_lexically(project, *, batch=20_000):
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE passage_source, passage_lexeme_count")
     return seconds
+
+
+# Real English for the benches that need a real model's vectors (hnsw_recall, and passages' fitted vectors).
+_SENTENCE = re.compile(r"^\s*(?:#\s*)?([A-Z][a-z][^\n]{30,200}[.?!])\s*$")
+_CODE = re.compile(r"[=(){}\[\]]")
+
+
+def sentences(limit):
+    """Distinct English sentences: whole comment or docstring lines of at least six words, no code."""
+    seen, out = set(), []
+    site = next((ROOT / ".venv" / "lib").glob("python3*/site-packages"))
+    for path in sorted(site.rglob("*.py")):
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in text.splitlines():
+            match = _SENTENCE.match(line)
+            if match is None:
+                continue
+            sentence = match.group(1).strip()
+            if len(sentence.split()) >= 6 and not _CODE.search(sentence) and sentence not in seen:
+                seen.add(sentence)
+                out.append(sentence)
+        if len(out) >= limit:
+            break
+    return out

@@ -5,42 +5,15 @@ speed, which say nothing about recall; this measures recall where the vectors ha
 Run: `.venv/bin/python bench/hnsw_recall.py` (BENCH_HNSW_N sentences, default 60,000; 200 more are the questions)."""
 import os
 import random
-import re
 import time
 
 import psycopg
-from _common import ROOT, bench_url, ensure_bench_database, setup_django
+from _common import bench_url, ensure_bench_database, sentences, setup_django
 
 N = int(os.environ.get("BENCH_HNSW_N", "60000"))
 QUESTIONS = 200
 K = 40  # passages.MIN_VECTOR_CANDIDATES: the vector half's pool for a limit of 10
 EF_VALUES = (40, 64, 100, 200)
-_SENTENCE = re.compile(r"^\s*(?:#\s*)?([A-Z][a-z][^\n]{30,200}[.?!])\s*$")
-_CODE = re.compile(r"[=(){}\[\]]")
-
-
-def sentences(limit):
-    """Distinct English sentences: whole comment or docstring lines of at least six words, no code."""
-    seen, out = set(), []
-    site = next((ROOT / ".venv" / "lib").glob("python3*/site-packages"))
-    for path in sorted(site.rglob("*.py")):
-        try:
-            text = path.read_text("utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        for line in text.splitlines():
-            match = _SENTENCE.match(line)
-            if match is None:
-                continue
-            sentence = match.group(1).strip()
-            if len(sentence.split()) >= 6 and not _CODE.search(sentence) and sentence not in seen:
-                seen.add(sentence)
-                out.append(sentence)
-        if len(out) >= limit:
-            break
-    return out
-
-
 def ranked(rows):
     """Ids nearest first (a relaxed-order scan may return them slightly out of order; search re-ranks too)."""
     return [id_ for id_, _ in sorted(rows, key=lambda row: (row[1], row[0]))]

@@ -1,11 +1,13 @@
 """Passages at scale, answering issue 11's speed acceptance in one run: N synthetic messages in one project
-(COPY in resumable chunks, then the lexical follower writes their sources and tsvectors), random 384-d vectors
-inserted by SQL into an active generation carrying the local model's identity, the HNSW index built once, every
-1,000th message's passage rows given to one rare subject (the exact path for a subject's few vectors); then
-the question embedding timed in process, `POST /v1/passages/search` and `POST /v1/recalls` timed over HTTP
-(gunicorn on loopback, the local model as the server's embedder) at c=1, `passages.search` in process with the
-embedding subtracted, the product's own statements issued directly with psycopg, EXPLAIN (ANALYZE) plans, and
-the local model's batched throughput. The stored vectors are random: the figures are about speed, not quality.
+(COPY in resumable chunks, then the lexical follower writes their sources and tsvectors), 384-d vectors in an
+active generation carrying the local model's identity (uniform random by default, HNSW's worst case; or, with
+BENCH_PASSAGES_VECTORS=minilm, drawn from a Gaussian fitted to MiniLM embeddings of real sentences, in a bench
+database of their own), the HNSW index built once, every 1,000th message's passage rows given to one rare subject
+(the exact path for a subject's few vectors); then the question embedding timed in process,
+`POST /v1/passages/search` and `POST /v1/recalls` timed over HTTP (gunicorn on loopback, the local model as the
+server's embedder) at c=1, `passages.search` in process with the embedding subtracted, the product's own statements
+issued directly with psycopg, EXPLAIN (ANALYZE) plans, and the local model's batched throughput. The stored vectors
+are synthetic either way: the figures are about speed, not quality.
 Run: `.venv/bin/python bench/passages.py` (BENCH_PASSAGES_N, default 100,000; the issue's figure is 1,000,000;
 BENCH_PASSAGES_LOAD_ONLY=1 stops after loading)."""
 import logging
@@ -17,9 +19,10 @@ import time
 import uuid
 from datetime import UTC, datetime
 
+import _common
 import httpx
 import psycopg
-from _common import bench_url, ensure_bench_database, fmt, index_lexically, setup_django, summary
+from _common import bench_url, ensure_bench_database, fmt, index_lexically, sentences, setup_django, summary
 
 # core needs no settings; _common has put the repository first on the import path.
 from core.encoding import parse_server_timing
@@ -31,7 +34,17 @@ N = int(os.environ.get("BENCH_PASSAGES_N", "100000"))
 QUERIES = int(os.environ.get("BENCH_PASSAGES_QUERIES", "200"))
 WARMUP = int(os.environ.get("BENCH_PASSAGES_WARMUP", "100"))
 RESULTS = {}
+# "random": uniform random vectors, HNSW's worst case (no structure, and real questions sit far from all of them).
+# "minilm": vectors drawn from a Gaussian with the mean and covariance of MiniLM embeddings of real English sentences
+# (bench/hnsw_recall.py's corpus), so they have a real model's anisotropy. The HNSW index spans the whole table, so
+# each kind lives in a bench database of its own.
+VECTORS = os.environ.get("BENCH_PASSAGES_VECTORS", "random")
+if VECTORS not in ("random", "minilm"):
+    raise SystemExit("BENCH_PASSAGES_VECTORS is random or minilm")
+if VECTORS != "random" and "MEMOIR_BENCH_DB" not in os.environ:
+    _common.BENCH_DB = f"memoir_bench_{VECTORS}"
 PROJECT = f"bench_passages_{N}"
+FIT_SENTENCES = 20000
 WORDS = [f"w{n}" for n in range(5000)] + ["dog", "lisbon", "violin", "wedding", "garden", "sister", "bakery"]
 DIMS = 384
 # 1M x 384-d vectors need ~2.2 GB of graph in memory; a build that overflows it is many times slower.
@@ -137,21 +150,35 @@ def load_vectors(conn, generation_id):
     if stored < N:
         started = time.perf_counter()
         conn.execute("DROP INDEX IF EXISTS passage_vector_hnsw_384")
+        # The lateral subquery is correlated only so it runs once per row; a Memoize node keyed on a column with
+        # few values (PostgreSQL 18 chose one over `ordinal`) would hand every row the same "random" vector.
+        conn.execute("SET enable_memoize = off")
         conn.commit()
+        fit = minilm_fit() if VECTORS == "minilm" else None
         for first in range(stored - stored % CHUNK, N, CHUNK):
+            if fit is not None:
+                insert_fitted_vectors(conn, generation_id, fit, first)
+                print(f"    vectors {min(N, first + CHUNK)}/{N} ({time.perf_counter() - started:.0f}s)", flush=True)
+                continue
             conn.execute(
                 "INSERT INTO passage_vector (generation_id, chunk_id, scope, source_id, data_subject_id, role,"
                 " content_digest, dimensions, embedding)"
                 " SELECT %s, ps.chunk_id, ps.scope, ps.source_id, ps.data_subject_id, ps.role, ps.content_digest, 384,"
                 "  v.vec::vector FROM passage_source ps CROSS JOIN LATERAL (SELECT array_agg(random() - 0.5)"
-                "  AS vec FROM generate_series(1, 384) WHERE ps.ordinal >= 0) v"
+                "  AS vec FROM generate_series(1, 384) WHERE ps.chunk_id IS NOT NULL) v"
                 " WHERE ps.scope = %s AND ps.log_offset >= %s AND ps.log_offset < %s ON CONFLICT DO NOTHING",
                 [generation_id, PROJECT, first, first + CHUNK])
             conn.commit()
             print(f"    vectors {min(N, first + CHUNK)}/{N} ({time.perf_counter() - started:.0f}s)", flush=True)
-        phase("INSERT random vectors (SQL, HNSW dropped)", time.perf_counter() - started)
+        phase(f"INSERT {VECTORS} vectors (HNSW dropped)", time.perf_counter() - started)
     else:
         print(f"  vectors: {stored} already stored (skipped)", flush=True)
+    sample, distinct = conn.execute(
+        "SELECT count(*), count(DISTINCT embedding::text) FROM (SELECT embedding FROM passage_vector"
+        " WHERE generation_id = %s LIMIT 10000) s", [generation_id]).fetchone()
+    conn.commit()
+    if distinct != sample:  # identical vectors make the HNSW walk trivially short: the figures would flatter it
+        raise SystemExit(f"only {distinct} distinct vectors among {sample} sampled: drop them and load again")
     if not hnsw_ready(conn):
         started = time.perf_counter()
         conn.execute("DROP INDEX IF EXISTS passage_vector_hnsw_384")
@@ -169,6 +196,53 @@ def load_vectors(conn, generation_id):
         phase("VACUUM (ANALYZE)", time.perf_counter() - started)
     else:
         print("  HNSW index: present and valid (skipped)", flush=True)
+
+
+def minilm_fit():
+    """(mean, Cholesky factor of the covariance) of MiniLM embeddings of FIT_SENTENCES real sentences."""
+    import numpy as np
+
+    from memory.embedders import LocalEmbedder
+
+    started = time.perf_counter()
+    texts = sentences(FIT_SENTENCES)
+    model = LocalEmbedder()
+    vectors = np.array([v for i in range(0, len(texts), 1024) for v in model.embed(texts[i:i + 1024])])
+    mean = vectors.mean(axis=0)
+    factor = np.linalg.cholesky(np.cov(vectors, rowvar=False) + 1e-9 * np.eye(DIMS))
+    phase(f"fit a Gaussian to MiniLM vectors of {len(texts)} sentences", time.perf_counter() - started)
+    return mean, factor
+
+
+# One row of a binary COPY of (uuid, vector): field count, then each field's length and bytes (pgvector's binary
+# form is dimensions, an unused int16 and big-endian float4s).
+_COPY_ROW = [("fields", ">i2"), ("uuid_len", ">i4"), ("uuid", "S16"), ("vector_len", ">i4"), ("dims", ">i2"),
+             ("unused", ">i2"), ("values", ">f4", (DIMS,))]
+
+
+def insert_fitted_vectors(conn, generation_id, fit, first):
+    """CHUNK messages' vectors drawn from the fitted Gaussian and normalised, as the model's own are."""
+    import numpy as np
+
+    mean, factor = fit
+    ids = [row[0] for row in conn.execute(
+        "SELECT chunk_id FROM passage_source WHERE scope = %s AND log_offset >= %s AND log_offset < %s",
+        [PROJECT, first, first + CHUNK])]
+    draws = np.random.default_rng(first).standard_normal((len(ids), DIMS)) @ factor.T + mean
+    draws /= np.linalg.norm(draws, axis=1, keepdims=True)
+    rows = np.zeros(len(ids), dtype=np.dtype(_COPY_ROW))
+    rows["fields"], rows["uuid_len"], rows["vector_len"], rows["dims"] = 2, 16, 4 + 4 * DIMS, DIMS
+    rows["uuid"] = [chunk.bytes for chunk in ids]
+    rows["values"] = draws
+    conn.execute("CREATE TEMP TABLE bench_vector (chunk_id uuid, embedding vector) ON COMMIT DROP")
+    with conn.cursor().copy("COPY bench_vector (chunk_id, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.write(b"PGCOPY\n\xff\r\n\x00" + bytes(8) + rows.tobytes() + b"\xff\xff")
+    conn.execute(
+        "INSERT INTO passage_vector (generation_id, chunk_id, scope, source_id, data_subject_id, role, content_digest,"
+        " dimensions, embedding) SELECT %s, ps.chunk_id, ps.scope, ps.source_id, ps.data_subject_id, ps.role,"
+        " ps.content_digest, 384, b.embedding FROM bench_vector b JOIN passage_source ps USING (chunk_id)"
+        " ON CONFLICT DO NOTHING", [generation_id])
+    conn.commit()
 
 
 def relabel_rare(conn):
@@ -196,7 +270,7 @@ def main():
 
     if not governance_project_exists(PROJECT):
         governance.create_project(name=PROJECT, principal="cli")
-    print(f"passages bench: N={N}, {os.cpu_count()} cores, load average {os.getloadavg()}", flush=True)
+    print(f"passages bench: N={N}, vectors {VECTORS}, {os.cpu_count()} cores, load average {os.getloadavg()}", flush=True)
     with psycopg.connect(bench_url()) as conn:
         load(conn)
         index_lexically(PROJECT)
