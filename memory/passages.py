@@ -32,8 +32,12 @@ EXACT_MAX_VECTORS = 20000  # above this a generation is searched through its HNS
 # index was allowed: reading them whole costs a few ms and beats walking a graph shared with other projects and
 # people, which tests each visited tuple's generation and subject on the heap.
 EXACT_FEW_VECTORS = 2000
+# A subject's vectors are read whole up to this many: through the (generation, subject) btree that costs ~1.3 us a
+# vector (25 ms at 20,000 scattered over a million), while a subject-filtered HNSW walk tests every visited tuple's
+# subject on the heap and cost 31 to 150 ms for a subject holding 2% of a million (docs/decisions.md).
+EXACT_SUBJECT_VECTORS = 20000
 # The most index tuples a subject-filtered HNSW scan visits (hnsw.max_scan_tuples): every visited tuple costs a
-# heap read to test its subject, and the subjects it runs for hold more than EXACT_FEW_VECTORS vectors.
+# heap read to test its subject, and the subjects it runs for hold more than EXACT_SUBJECT_VECTORS vectors.
 FILTERED_SCAN_TUPLES = 10000
 MIN_VECTOR_CANDIDATES = 40
 # The HNSW candidate list (hnsw.ef_search), at least the k asked for: recall@10 0.982 on real MiniLM vectors
@@ -276,6 +280,7 @@ def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
 # 1M vectors, so a large verdict is reused for LARGE_VERDICT_SECONDS (a small one is always recounted, cheaply).
 _large_generations = {}
 _many_vectors = {}  # the same for EXACT_FEW_VECTORS
+_large_subjects = {}  # (generation, subject) last counted above EXACT_SUBJECT_VECTORS, with when
 LARGE_VERDICT_SECONDS = 60.0
 
 
@@ -298,24 +303,27 @@ def _small_generation(cursor, generation):
 
 
 def _few_vectors(cursor, generation, subject):
-    """Whether the vectors a search may return, the generation's or `subject`'s of it, number at most
-    EXACT_FEW_VECTORS (counted through the primary key or the subject index)."""
+    """Whether the vectors a search may return are few enough to read whole: the generation's at most
+    EXACT_FEW_VECTORS, or `subject`'s of it at most EXACT_SUBJECT_VECTORS (counted through the primary key or the
+    subject index)."""
     if subject is None:
         return _generation_at_most(cursor, generation, EXACT_FEW_VECTORS, _many_vectors)
-    return _count_at_most(cursor, generation, EXACT_FEW_VECTORS, subject)
+    return _generation_at_most(cursor, generation, EXACT_SUBJECT_VECTORS, _large_subjects, subject)
 
 
-def _generation_at_most(cursor, generation, bound, larger):
-    """Whether the generation holds at most `bound` vectors; one found larger (recorded in `larger`) is not
-    recounted for LARGE_VERDICT_SECONDS."""
-    key = str(generation.generation_id)
+def _generation_at_most(cursor, generation, bound, larger, subject=None):
+    """Whether the generation (or `subject`'s part of it) holds at most `bound` vectors; one found larger
+    (recorded in `larger`) is not recounted for LARGE_VERDICT_SECONDS."""
+    key = str(generation.generation_id) if subject is None else (str(generation.generation_id), subject)
     seen = larger.get(key)
     if seen is not None and time.monotonic() - seen < LARGE_VERDICT_SECONDS:
         return False
-    small = _count_at_most(cursor, generation, bound)
+    small = _count_at_most(cursor, generation, bound, subject)
     if small:
         larger.pop(key, None)
     else:
+        if len(larger) >= 4096:  # only large subjects are kept, but never let the map grow without end
+            larger.clear()
         larger[key] = time.monotonic()
     return small
 

@@ -259,6 +259,11 @@ def test_few_vectors_are_searched_exactly_and_a_large_subject_through_a_bounded_
     whole = passages.search(project=project, question="lisbon sister", approximate=True)
     assert whole.approximate is False and len(whole.hits) == 4
     monkeypatch.setattr(passages, "EXACT_FEW_VECTORS", 2)
+    # A subject's share has its own, larger bound (a filtered walk costs more than reading it): ann's three vectors
+    # are still read whole while the generation's four count as many.
+    assert passages.search(project=project, question="lisbon sister", data_subject_id="ann",
+                           approximate=True).approximate is False
+    monkeypatch.setattr(passages, "EXACT_SUBJECT_VECTORS", 2)
     large = passages.search(project=project, question="lisbon sister", data_subject_id="ann", approximate=True)
     assert large.approximate is True
     assert one("SHOW hnsw.max_scan_tuples", [])[0] == str(passages.FILTERED_SCAN_TUPLES)
