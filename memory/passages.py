@@ -24,6 +24,10 @@ LEXICAL_BUDGET = 1000
 # Lexemes, the most telling first, among which any two held together find a candidate.
 PAIR_TERMS = 6
 LEXICAL_CANDIDATES = 200
+# The question's lexemes that score candidates, the rarest first: every one costs a tsquery match per candidate, so
+# an 8 KB question of a thousand words would cost ~150 ms at a million messages; a question's rarest words are
+# the ones that tell its messages apart.
+MAX_QUESTION_LEXEMES = 32
 # BM25 with binary term frequency and a fixed average message length (lexemes), so no per-project statistics
 # have to be kept: k1, b and the assumed average.
 BM25_K1, BM25_B, AVG_LEXEMES = 1.2, 0.75, 16.0
@@ -212,7 +216,8 @@ def _lexical(cursor, project, question, subject, roles, k):
     lexemes = sorted(counts)
     total = max([stored or 1] + list(counts.values()))
     idf = {lex: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lex, df in counts.items()}
-    present = [lex for lex in lexemes if counts[lex] > 0]
+    present = sorted(sorted((lex for lex in lexemes if counts[lex] > 0),
+                            key=lambda x: (counts[x], x))[:MAX_QUESTION_LEXEMES])
     if not present:
         return Lexical(stored=stored, reach=reach, indexed=indexed)
     weight_total = sum(idf[lex] for lex in present) or 1.0

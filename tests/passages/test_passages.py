@@ -67,6 +67,25 @@ def test_lexical_search_is_an_or_of_the_question_words_ranked_by_rarity(project)
     assert 0 < found.hits[0].similarity <= 1
 
 
+def test_only_the_questions_rarest_lexemes_score_candidates(project):
+    # 33 words, each held by one message, and a 34th held by two: with the cap at 32, the two commonest words
+    # (by document count, then lexeme order) neither find nor score a message.
+    rare = [f"zq{chr(97 + i // 26)}{chr(97 + i % 26)}x" for i in range(33)]
+    for word in rare:
+        observe_turn(project, f"Note {word}.")
+    for n in range(2):
+        observe_turn(project, f"Common zqcommonx number {n}.")
+    lexical_index.follow(project)
+    question = " ".join(rare + ["zqcommonx"])
+    with connection.cursor() as cursor:
+        found = passages.lexical_candidates(cursor, project=project, question=question, limit=32)
+    contents = {one("SELECT content FROM turn_message WHERE chunk_id = %s", [chunk])[0] for chunk, _, _ in found}
+    kept = sorted(rare)[:passages.MAX_QUESTION_LEXEMES]
+    assert contents == {f"Note {word}." for word in kept}
+    # Each kept message holds one of 32 equally rare lexemes: its share of the question's weight is 1/32.
+    assert {round(fraction, 6) for _, _, fraction in found} == {round(1 / 32, 6)}
+
+
 def test_hybrid_search_over_an_active_generation(project, auth, fake, endpoint_embedder):
     observe_turn(project, "Lisbon is where I live since spring.", subject="ann")
     observe_turn(project, "Tea or coffee, who knows.", subject="ann")
