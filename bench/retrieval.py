@@ -99,11 +99,13 @@ class Unavailable(Exception):
     pass
 
 
-def load_set_through_api(client, data):
-    """Each message is its own turn, as role user, with its speaker's subject id and its own time."""
+def load_set_through_api(client, data, subject_of=None):
+    """Each message is its own turn, as role user, with its speaker's subject id (the set's, or `subject_of`
+    {(conversation, speaker key): id}) and its own time."""
     observation_of = {}
     for conversation in data["conversations"]:
-        subject = {s["key"]: s["data_subject_id"] for s in conversation["speakers"]}
+        subject = {s["key"]: (subject_of or {}).get((conversation["id"], s["key"]), s["data_subject_id"])
+                   for s in conversation["speakers"]}
         for session in conversation["sessions"]:
             for message in session["messages"]:
                 body = {"messages": [{"role": "user", "content": message["content"]}],
@@ -201,6 +203,41 @@ def server_methods(client, data, observation_of, passages_ready):
     return ranked
 
 
+def register_speakers(client, data):
+    """Each speaker registered as a data subject labelled with their first name, as an operator who wants people
+    found by name would: {(conversation, speaker key): the subject id to observe with}."""
+    subject_of = {}
+    for conversation in data["conversations"]:
+        for speaker in conversation["speakers"]:
+            key = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{conversation['id']}/{speaker['key']}"))
+            response = client.post("/v1/subjects/register",
+                                   json={"idempotency_key": key, "label": speaker["name"].split()[0]})
+            response.raise_for_status()
+            subject_of[conversation["id"], speaker["key"]] = response.json()["id"]
+    return subject_of
+
+
+def labelled_recall(client, data, observation_of):
+    """Recall without a subject where every speaker's first name is their subject's label (no other change)."""
+    message_of = {o: m for m, o in observation_of.items()}
+    ranked = {}
+    for question in data["questions"]:
+        response = client.post("/v1/recalls", json={"question": question["question"]})
+        response.raise_for_status()
+        ranked[question["id"]] = recall_items(response.json(), message_of)
+    return {LABELLED: ranked}
+
+
+LABELLED = "recall (no subject, labels)"
+
+
+def load_and_wait(client, data, subject_of=None):
+    observation_of = load_set_through_api(client, data, subject_of)
+    deadline = time.monotonic() + WAIT_SECONDS
+    fresh = wait_formed(client, deadline)
+    return observation_of, fresh, wait_passages(client, fresh["stored"], deadline)
+
+
 def run_server(data):
     ensure_bench_database()
     setup_django()
@@ -241,6 +278,18 @@ def run_server(data):
             ranked = server_methods(client, data, observation_of, coverage)
             queries = len(data["questions"]) * (2 if coverage is None else 4)
             timings[f"{queries} queries"] = time.perf_counter() - queried
+        # The same set again in a project of its own whose subjects carry the speakers' first names as labels.
+        labelled = "retrieval_labels_" + uuid.uuid4().hex[:10]
+        services.create_project(name=labelled, principal="cli")
+        _, labelled_token = services.issue_credential(project=labelled, name="retrieval-bench", principal="cli")
+        with httpx.Client(base_url=web.url, headers={"Authorization": f"Bearer {labelled_token}"},
+                          timeout=60) as client:
+            step = time.perf_counter()
+            observation_of, _, _ = load_and_wait(client, data, register_speakers(client, data))
+            timings["labelled project loaded"] = time.perf_counter() - step
+            step = time.perf_counter()
+            ranked.update(labelled_recall(client, data, observation_of))
+            timings[f"{len(data['questions'])} labelled queries"] = time.perf_counter() - step
     finally:
         worker.stop()
         web.stop()

@@ -44,6 +44,9 @@ EXACT_SUBJECT_VECTORS = 20000
 # heap read to test its subject, and the subjects it runs for hold more than EXACT_SUBJECT_VECTORS vectors.
 FILTERED_SCAN_TUPLES = 10000
 MIN_VECTOR_CANDIDATES = 40
+# Speakers a question names whose own messages a search without a subject also ranks (each costs a lexical and a
+# vector read of that person's messages).
+MAX_NAMED_SUBJECTS = 2
 # The HNSW candidate list (hnsw.ef_search), at least the k asked for: recall@10 0.982 on real MiniLM vectors
 # against 0.994 at 200, for a third of the cost (docs/decisions.md, "The HNSW candidate list").
 EF_SEARCH = 64
@@ -195,6 +198,7 @@ class Lexical(list):
         self.stored = stored
         self.reach = reach
         self.indexed = indexed  # the follower's cursor: messages after it have no source (and so no vector) yet
+        self.named = []  # [(subject, Lexical over that subject's messages)] for the named speakers
 
 
 def _bm25(weight, lexeme_count):
@@ -429,44 +433,83 @@ def begin_question_embedding(project, question):
 
 
 
+def _vector_half(cursor, generation, question_vector, *, subject, roles, candidates, pool, approximate):
+    """(vector candidates, whether the HNSW index served them): exact unless `approximate` (None: the route's rule,
+    exact unless `candidates` > 0 or the generation is large; True from recall); few vectors are read whole
+    whatever was allowed, unless `candidates` > 0 asks for the index (api.md §7.3)."""
+    if approximate is None:
+        exact = candidates == 0 and _small_generation(cursor, generation)
+    else:
+        exact = not approximate
+    if not exact and candidates == 0 and _few_vectors(cursor, generation, subject):
+        exact = True
+    found = _vector(cursor, generation, question_vector, subject, roles, candidates or pool, exact=exact)
+    return found, not exact and generation.dimensions in INDEXED_DIMENSIONS
+
+
 def _pool(limit, candidates):
     return max(limit * 4, candidates, MIN_VECTOR_CANDIDATES)
 
 
-def lexical_candidates(cursor, *, project, question, limit, data_subject_id=None, roles=None):
+def _named(data_subject_id, named_subjects):
+    """The named speakers' subjects a search without a subject also ranks by (at most MAX_NAMED_SUBJECTS)."""
+    if data_subject_id is not None:
+        return []
+    return list(dict.fromkeys(named_subjects))[:MAX_NAMED_SUBJECTS]
+
+
+def _lexical_halves(cursor, project, question, subject, roles, k, named):
+    found = _lexical(cursor, project, question, subject, roles, k)
+    found.named = [(each, _lexical(cursor, project, question, each, roles, k)) for each in named]
+    return found
+
+
+def lexical_candidates(cursor, *, project, question, limit, data_subject_id=None, roles=None, named_subjects=()):
     """The lexical half of `search` on its own, for a caller that reads it while the question is still being
-    embedded (recall, before its semantic anchors wait for the vector); pass the result to `search`."""
-    return _lexical(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, _pool(limit, 0)))
+    embedded (recall, before its semantic anchors wait for the vector); pass the result to `search` with the
+    same `named_subjects`."""
+    return _lexical_halves(cursor, project, question, data_subject_id, roles,
+                           max(LEXICAL_CANDIDATES, _pool(limit, 0)), _named(data_subject_id, named_subjects))
 
 
 def search(*, project, question, limit=10, candidates=0, data_subject_id=None, roles=None, approximate=None,
-           with_coverage=True, question_embedding=None, lexical=None):
+           with_coverage=True, question_embedding=None, lexical=None, named_subjects=()):
     """Hybrid passage search. `approximate=None` follows the route's rule (exact unless `candidates` > 0 or the
-    generation is large); recall passes True. Never raises for a missing semantic surface."""
+    generation is large); recall passes True. Without a subject, `named_subjects` (the speakers a question
+    names, found by recall) lead with their own messages (docs/decisions.md, "Named
+    speakers steer passages"). Never raises for a missing semantic surface."""
     pending = question_embedding or begin_question_embedding(project, question)
     pool = _pool(limit, candidates)
+    named = _named(data_subject_id, named_subjects)
     used_index = False
     with transaction.atomic(), connection.cursor() as cursor:
         if lexical is None:
-            lexical = _lexical(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool))
+            lexical = _lexical_halves(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool),
+                                      named)
         waiting = time.perf_counter()
         embedded = pending.result()
         embed_wait_ms = (time.perf_counter() - waiting) * 1000  # 0 for an embedding the caller already awaited
         generation, question_vector, embed_ms = embedded.generation, embedded.vector, embedded.ms
         semantic = question_vector is not None
-        vector = []
+        vector, named_vectors = [], []
         if semantic:
-            if approximate is None:
-                exact = candidates == 0 and _small_generation(cursor, generation)
-            else:
-                exact = not approximate
-            if not exact and candidates == 0 and _few_vectors(cursor, generation, data_subject_id):
-                exact = True  # `candidates` > 0 asks for the index (api.md §7.3)
-            used_index = not exact and generation.dimensions in INDEXED_DIMENSIONS
-            vector = _vector(cursor, generation, question_vector, data_subject_id, roles,
-                             candidates or pool, exact=exact)
-        fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector])
-        lexical_weight = {c: w for c, _, w in lexical}
+            vector, used_index = _vector_half(cursor, generation, question_vector, subject=data_subject_id,
+                                              roles=roles, candidates=candidates, pool=pool, approximate=approximate)
+            named_vectors = [_vector_half(cursor, generation, question_vector, subject=each, roles=roles,
+                                          candidates=candidates, pool=pool, approximate=approximate)[0]
+                             for each, _ in lexical.named]
+        named_rankings = []
+        for (_, named_lexical), named_vector in zip(lexical.named, named_vectors or [[]] * len(lexical.named),
+                                                    strict=True):
+            named_rankings += [[c for c, _, _ in named_lexical], [c for c, _ in named_vector]]
+        fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], *named_rankings)
+        if named_rankings:
+            # The named people's own best messages first (half the answer), then everything in fused order.
+            first = fuse(*named_rankings)[:max(1, limit // 2)]
+            chosen = set(first)
+            fused = first + [c for c in fused if c not in chosen]
+        lexical_weight = {c: w for _, named_lexical in lexical.named for c, _, w in named_lexical}
+        lexical_weight.update((c, w) for c, _, w in lexical)
         hits = []
         # Re-read a few more than asked for; only when changed or expired messages leave the answer short is the
         # next stretch of the fused order read.

@@ -182,6 +182,34 @@ _ANCHOR_SPEAKER_NAMES = (
 )
 
 
+# The people a question names, for a recall without a subject: by a current has_name fact of their speaker entity
+# or by the label registered with their data subject (no entity needed: a person with no formed fact yet still has
+# messages). Their own messages then join passages' fusion (docs/decisions.md, "Named speakers steer passages").
+_NAMED_SUBJECTS = (
+    "SELECT s.speaker_subject_id FROM entity o"
+    " JOIN fact f ON f.object_entity_id = o.entity_id AND f.scope = o.scope AND f.predicate = 'has_name'"
+    "  AND upper_inf(f.valid) AND upper_inf(f.known) AND (f.retention_until IS NULL OR f.retention_until > now())"
+    " JOIN entity s ON s.entity_id = f.subject_entity_id AND s.identity_kind = 'speaker'"
+    " WHERE o.scope = %(project)s AND o.identity_kind = 'named' AND o.normalized_name = ANY(%(terms)s::text[])"
+    " UNION"
+    " SELECT ds.subject_id::text FROM data_subject ds"
+    " WHERE ds.scope = %(project)s AND ds.label <> ''"
+    "  AND regexp_replace(lower(btrim(ds.label)), '\\s+', ' ', 'g') = ANY(%(terms)s::text[])"
+    " LIMIT %(over)s"
+)
+
+
+def _named_subjects(cursor, project, found):
+    """The subjects of the people the question names, or [] when there are none or more than
+    passages.MAX_NAMED_SUBJECTS (an ambiguous name steers nothing)."""
+    # "Maya's dog" names Maya: a possessive counts as the name itself here (not for anchors, whose terms are exact).
+    names = found + [term[:-2] for term in found if term.endswith("'s") and len(term) > 2]
+    cursor.execute(_NAMED_SUBJECTS, {"project": project, "terms": names, "over": passages.MAX_NAMED_SUBJECTS + 1},
+                   prepare=True)
+    subjects = sorted(row[0] for row in cursor.fetchall())
+    return subjects if len(subjects) <= passages.MAX_NAMED_SUBJECTS else []
+
+
 def _anchors(cursor, project, found, subject):
     named = _ANCHOR_NAMED + ("" if subject else _ANCHOR_SPEAKER_NAMES)
     sql = named + (_ANCHOR_SUBJECT if subject else "") + f" LIMIT {MAX_ANCHORS + 1}"
@@ -402,10 +430,12 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
     with _snapshot(), connection.wrap_database_errors, _prepared_cursor() as cursor:
         anchors = _anchors(cursor, project, found, subject)
         exact = len(anchors)
+        named_speakers = []
         if embedding is not None:  # passages' lexical half, read while the question is embedded
+            named_speakers = [] if subject else _named_subjects(cursor, project, found)
             lexical = passages.lexical_candidates(cursor, project=project, question=question,
                                                   limit=MAX_RECALL_PASSAGES, data_subject_id=subject,
-                                                  roles=applied.source_roles)
+                                                  roles=applied.source_roles, named_subjects=named_speakers)
         if "facts" in applied.surfaces and not anchors:
             embedding = (embedding or passages.begin_question_embedding(project, question)).result()
             semantic_ran, anchors = _semantic_anchors(cursor, project, embedding, subject)
@@ -424,7 +454,8 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
     if "passages" in applied.surfaces:
         found_passages = passages.search(project=project, question=question, limit=MAX_RECALL_PASSAGES,
                                          data_subject_id=subject, roles=applied.source_roles, approximate=True,
-                                         with_coverage=False, question_embedding=embedding, lexical=lexical)
+                                         with_coverage=False, question_embedding=embedding, lexical=lexical,
+                                         named_subjects=named_speakers)
     if timings is not None and embedding is not None:
         done = embedding.result()  # finished already: the anchors or the passages waited for it
         if done.vector is not None:

@@ -1,6 +1,6 @@
 """Named speakers (issue 12): the name a person gives ("I'm Caroline", "My name is Caroline") anchors their
-speaker entity, so a recall with no subject reaches their facts by name, and no recall body shows the raw
-data_subject_id."""
+speaker entity, so a recall with no subject reaches their facts by name and leads its passages with their own
+messages, and no recall body shows the raw data_subject_id."""
 import json
 import uuid
 
@@ -9,6 +9,7 @@ import pytest
 from formation.driver import drain
 from formation.rules_v2 import RulesV2Proposer
 from governance.subjects import register_subject
+from memory import passages
 
 from .conftest import observe_turn, recall_ok
 
@@ -64,3 +65,31 @@ def test_the_label_registered_with_the_subject_anchors_their_speaker(project, au
     assert subject.id not in json.dumps(bundle) and MELANIE not in json.dumps(bundle)
     # A name nobody holds anchors no one.
     assert recall_ok(auth, question="Where does Carla live?")["facts"] == []
+
+
+def test_a_named_speakers_own_messages_lead_the_passages_of_a_recall_without_subject(project, auth):
+    subject, _ = register_subject(project=project, idempotency_key=str(uuid.uuid4()), label="Caroline",
+                                  principal="operator", principal_kind="operator")
+    observe_turn(project, "We are going camping at Lake Tahoe in July.", subject=subject.id)
+    # Another person's message shares more of the question's words (her name and "camping" twice).
+    observe_turn(project, "Caroline keeps going on about camping; we went camping at Yosemite once.",
+                 subject=MELANIE)
+    form(project)
+    question = "Where is Caroline going camping?"
+    # By the words alone (passage search has no anchors) the other person's message leads.
+    assert passages.search(project=project, question=question).hits[0].content.startswith("Caroline keeps")
+    quotes = [p["quote"] for p in recall_ok(auth, question=question)["passages"]]
+    assert quotes == ["We are going camping at Lake Tahoe in July.",
+                      "Caroline keeps going on about camping; we went camping at Yosemite once."]
+    # A possessive names the person too.
+    possessive = "Where is Caroline's family going camping?"
+    assert passages.search(project=project, question=possessive).hits[0].content.startswith("Caroline keeps")
+    assert recall_ok(auth, question=possessive)["passages"][0]["quote"].startswith("We are going camping")
+    with_subject = recall_ok(auth, question=question, data_subject_id=subject.id)
+    assert [p["quote"] for p in with_subject["passages"]] == ["We are going camping at Lake Tahoe in July."]
+    assert subject.id not in json.dumps(recall_ok(auth, question=question))
+    for _ in range(2):
+        register_subject(project=project, idempotency_key=str(uuid.uuid4()), label="caroline",
+                         principal="operator", principal_kind="operator")
+    # Three people called Caroline: the name is ambiguous and steers nothing.
+    assert recall_ok(auth, question=question)["passages"][0]["quote"].startswith("Caroline keeps")
