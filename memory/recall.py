@@ -167,34 +167,33 @@ _ANCHOR_SUBJECT = (
 # Named speakers (issue 12): a person's speaker entity is anchored by the name they gave ("My name is
 # Caroline", "I'm Caroline": a current has_name fact of that speaker) or by the label registered with their
 # data subject. The anchor shows the name, never the subject id.
-_ANCHOR_SPEAKER_NAMES = (
-    " UNION ALL"
-    " SELECT s.entity_id::text, o.canonical_name, s.entity_type, o.normalized_name FROM entity o"
+_SPEAKER_BY_GIVEN_NAME = (  # entity o: a name the question used; s: the speaker whose current has_name it is
+    " FROM entity o"
     " JOIN fact f ON f.object_entity_id = o.entity_id AND f.scope = o.scope AND f.predicate = 'has_name'"
     "  AND upper_inf(f.valid) AND upper_inf(f.known) AND (f.retention_until IS NULL OR f.retention_until > now())"
     " JOIN entity s ON s.entity_id = f.subject_entity_id AND s.identity_kind = 'speaker'"
     " WHERE o.scope = %(project)s AND o.identity_kind = 'named' AND o.normalized_name = ANY(%(terms)s::text[])"
+)
+_LABEL_AS_TERM = "regexp_replace(lower(btrim(ds.label)), '\\s+', ' ', 'g')"  # a label compared with terms
+_ANCHOR_SPEAKER_NAMES = (
+    " UNION ALL"
+    " SELECT s.entity_id::text, o.canonical_name, s.entity_type, o.normalized_name" + _SPEAKER_BY_GIVEN_NAME +
     " UNION ALL"
     " SELECT s.entity_id::text, ds.label, s.entity_type, n.label FROM data_subject ds"
-    " CROSS JOIN LATERAL (SELECT regexp_replace(lower(btrim(ds.label)), '\\s+', ' ', 'g') AS label) n"
+    f" CROSS JOIN LATERAL (SELECT {_LABEL_AS_TERM} AS label) n"
     " JOIN entity s ON s.scope = ds.scope AND s.identity_kind = 'speaker' AND s.speaker_subject_id = ds.subject_id::text"
     " WHERE ds.scope = %(project)s AND ds.label <> '' AND n.label = ANY(%(terms)s::text[])"
 )
 
 
-# The people a question names, for a recall without a subject: by a current has_name fact of their speaker entity
-# or by the label registered with their data subject (no entity needed: a person with no formed fact yet still has
-# messages). Their own messages then join passages' fusion (docs/decisions.md, "Named speakers steer passages").
+# The people a question names, for a recall without a subject: the same two ways, except that a label needs no
+# speaker entity (a person with no formed fact yet still has messages). Their own messages then lead passages
+# (docs/decisions.md, "Named speakers steer passages").
 _NAMED_SUBJECTS = (
-    "SELECT s.speaker_subject_id FROM entity o"
-    " JOIN fact f ON f.object_entity_id = o.entity_id AND f.scope = o.scope AND f.predicate = 'has_name'"
-    "  AND upper_inf(f.valid) AND upper_inf(f.known) AND (f.retention_until IS NULL OR f.retention_until > now())"
-    " JOIN entity s ON s.entity_id = f.subject_entity_id AND s.identity_kind = 'speaker'"
-    " WHERE o.scope = %(project)s AND o.identity_kind = 'named' AND o.normalized_name = ANY(%(terms)s::text[])"
+    "SELECT s.speaker_subject_id" + _SPEAKER_BY_GIVEN_NAME +
     " UNION"
     " SELECT ds.subject_id::text FROM data_subject ds"
-    " WHERE ds.scope = %(project)s AND ds.label <> ''"
-    "  AND regexp_replace(lower(btrim(ds.label)), '\\s+', ' ', 'g') = ANY(%(terms)s::text[])"
+    f" WHERE ds.scope = %(project)s AND ds.label <> '' AND {_LABEL_AS_TERM} = ANY(%(terms)s::text[])"
     " LIMIT %(over)s"
 )
 

@@ -27,6 +27,19 @@ def _deadlocks(conn):
     return conn.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").fetchone()[0]
 
 
+def _wait_until_blocked_by(observer, holder, seconds=20):
+    """Until some backend waits on a lock `holder` (a connection) holds: the other side of the cycle has
+    started waiting first, however slow the machine (a fixed sleep was not enough on a loaded one)."""
+    pid = holder.info.backend_pid
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if observer.execute("SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                            [pid]).fetchone()[0]:
+            return
+        time.sleep(0.05)
+    raise AssertionError("nothing started waiting on the lock")
+
+
 def _put(api, artifact_id):
     return api.post("/v1/artifacts/put", json={"id": artifact_id, "data_subject_id": "bystander", "kind": "state",
                                                "content": base64.b64encode(b"notes").decode()})
@@ -40,7 +53,8 @@ def test_an_artifact_put_that_loses_a_deadlock_is_run_again(api):
         answer = {}
         put = threading.Thread(target=lambda: answer.update(response=_put(api, str(uuid.uuid4()))))
         put.start()
-        time.sleep(0.6)  # the put takes the watermark and waits on the policy; it will wait the longest
+        _wait_until_blocked_by(observer, rival)  # the put holds the watermark and waits on the policy
+        time.sleep(0.1)  # ...and will have waited the longest, so it is the one that finds the cycle
         rival.execute("SELECT 1 FROM watermark WHERE scope = %s FOR UPDATE", [api.project])  # the cycle
         rival.commit()
         put.join(30)
@@ -68,7 +82,7 @@ def test_feedback_queues_behind_an_erasure_instead_of_deadlocking_with_it(api, c
         feedback = threading.Thread(target=lambda: answer.update(response=api.post(
             "/v1/feedback/record", json={"record_id": record, "note": "moved last spring"})))
         feedback.start()
-        time.sleep(0.6)
+        _wait_until_blocked_by(observer, eraser)
         eraser.execute("SELECT 1 FROM fact WHERE fact_id = %s FOR UPDATE", [record])  # its next step
         time.sleep(1.5)  # past deadlock_timeout: a cycle would have been found by now
         eraser.rollback()
