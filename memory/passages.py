@@ -466,8 +466,8 @@ def _lexical_halves(cursor, project, question, subject, roles, k, named):
 
 def lexical_candidates(cursor, *, project, question, limit, data_subject_id=None, roles=None, named_subjects=()):
     """The lexical half of `search` on its own, for a caller that reads it while the question is still being
-    embedded (recall, before its semantic anchors wait for the vector); pass the result to `search` with the
-    same `named_subjects`."""
+    embedded (recall, before its semantic anchors wait for the vector); pass the result to `search`, which takes
+    the named subjects' rankings from it."""
     return _lexical_halves(cursor, project, question, data_subject_id, roles,
                            max(LEXICAL_CANDIDATES, _pool(limit, 0)), _named(data_subject_id, named_subjects))
 
@@ -476,32 +476,31 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
            with_coverage=True, question_embedding=None, lexical=None, named_subjects=()):
     """Hybrid passage search. `approximate=None` follows the route's rule (exact unless `candidates` > 0 or the
     generation is large); recall passes True. Without a subject, `named_subjects` (the speakers a question
-    names, found by recall) lead with their own messages (docs/decisions.md, "Named
-    speakers steer passages"). Never raises for a missing semantic surface."""
+    names, found by recall; carried by `lexical` when given) lead with their own messages (docs/decisions.md,
+    "Named speakers steer passages"). Never raises for a missing semantic surface."""
     pending = question_embedding or begin_question_embedding(project, question)
     pool = _pool(limit, candidates)
-    named = _named(data_subject_id, named_subjects)
     used_index = False
     with transaction.atomic(), connection.cursor() as cursor:
         if lexical is None:
             lexical = _lexical_halves(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool),
-                                      named)
+                                      _named(data_subject_id, named_subjects))
         waiting = time.perf_counter()
         embedded = pending.result()
         embed_wait_ms = (time.perf_counter() - waiting) * 1000  # 0 for an embedding the caller already awaited
         generation, question_vector, embed_ms = embedded.generation, embedded.vector, embedded.ms
         semantic = question_vector is not None
-        vector, named_vectors = [], []
+        vector = []
         if semantic:
             vector, used_index = _vector_half(cursor, generation, question_vector, subject=data_subject_id,
                                               roles=roles, candidates=candidates, pool=pool, approximate=approximate)
-            named_vectors = [_vector_half(cursor, generation, question_vector, subject=each, roles=roles,
-                                          candidates=candidates, pool=pool, approximate=approximate)[0]
-                             for each, _ in lexical.named]
         named_rankings = []
-        for (_, named_lexical), named_vector in zip(lexical.named, named_vectors or [[]] * len(lexical.named),
-                                                    strict=True):
-            named_rankings += [[c for c, _, _ in named_lexical], [c for c, _ in named_vector]]
+        for each, named_lexical in lexical.named:
+            named_rankings.append([c for c, _, _ in named_lexical])
+            if semantic:
+                named_vector, _ = _vector_half(cursor, generation, question_vector, subject=each, roles=roles,
+                                               candidates=candidates, pool=pool, approximate=approximate)
+                named_rankings.append([c for c, _ in named_vector])
         fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], *named_rankings)
         if named_rankings:
             # The named people's own best messages first (half the answer), then everything in fused order.

@@ -453,8 +453,7 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
     if "passages" in applied.surfaces:
         found_passages = passages.search(project=project, question=question, limit=MAX_RECALL_PASSAGES,
                                          data_subject_id=subject, roles=applied.source_roles, approximate=True,
-                                         with_coverage=False, question_embedding=embedding, lexical=lexical,
-                                         named_subjects=named_speakers)
+                                         with_coverage=False, question_embedding=embedding, lexical=lexical)
     if timings is not None and embedding is not None:
         done = embedding.result()  # finished already: the anchors or the passages waited for it
         if done.vector is not None:
