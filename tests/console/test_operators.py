@@ -178,6 +178,8 @@ def test_suspend_asks_for_confirmation_first(console, committed, live_server_url
 
 
 def test_project_add_change_and_storage_limits(console, committed):
+    from django.contrib.admin.utils import quote as admin_quote
+
     from governance.models import AgentStoragePolicy, Project
 
     page = console("operator")
@@ -196,7 +198,8 @@ def test_project_add_change_and_storage_limits(console, committed):
     row = page.locator("#result_list tbody tr")
     assert row.count() == 1 and "30 days" in row.inner_text()
 
-    page.goto(f"/console/governance/project/{name}/change/")
+    # The admin escapes "_" in a primary key; unescaped, "c_22…" reads as 'c"…' (6 of 256 hex prefixes do this).
+    page.goto(f"/console/governance/project/{admin_quote(name)}/change/")
     page.fill("#id_retention_days", "")
     page.fill("#id_storage_policy-0-max_objects", "7")
     submit(page, 'input[name="_save"]')
