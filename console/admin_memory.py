@@ -3,6 +3,7 @@ entities, refusals, and the read-only vocabulary. All view-only; unpark goes thr
 import re
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
 from django.db.models import F, Func
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -56,7 +57,8 @@ def link(model, pk, text):
     """A link to an object's console page (the viewer's permissions still apply there)."""
     if pk is None:
         return "—"
-    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
+    # quote(): the admin escapes "_" and friends in primary keys, as its own links do.
+    url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[quote(pk)])
     return format_html('<a href="{}">{}</a>', url, text)
 
 
