@@ -413,9 +413,9 @@ def http_part(client, url, questions, warmup):
             without.append(elapsed - timing["embed-wait"] / 1000)
             model.append(timing["embed"] / 1000)
         if path == "/v1/passages/search":
-            from memory.passages import EXACT_MAX_VECTORS
-
-            assert sample["approximate"] is (N > EXACT_MAX_VECTORS) and sample["passages"], sample
+            # approximate: above passages.EXACT_MAX_VECTORS, unless this project is a small share of the database's
+            # vectors (other bench projects); the line below says which.
+            assert sample["passages"], sample
             shape = f"approximate={sample['approximate']} build_state={sample['build_state']}" \
                     f" passages={len(sample['passages'])}"
         else:

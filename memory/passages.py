@@ -31,11 +31,16 @@ MAX_QUESTION_LEXEMES = 32
 # BM25 with binary term frequency and a fixed average message length (lexemes), so no per-project statistics
 # have to be kept: k1, b and the assumed average.
 BM25_K1, BM25_B, AVG_LEXEMES = 1.2, 0.75, 16.0
-EXACT_MAX_VECTORS = 20000  # above this a generation is searched through its HNSW index (approximate)
+# The route reads a generation of at most this many vectors whole (exact); above it, through its HNSW index
+# (approximate). Reading costs ~1.1 us a vector on 2 cores (5.5 ms here; 20 ms at 20,000, where a walk costs 2.5).
+EXACT_MAX_VECTORS = 5000
 # A search whose vectors (the generation's, or one subject's of it) number at most this is exact even where the
 # index was allowed: reading them whole costs a few ms and beats walking a graph shared with other projects and
 # people, which tests each visited tuple's generation and subject on the heap.
 EXACT_FEW_VECTORS = 2000
+# A generation holding under half of the stored vectors is read whole up to this many wherever it would be walked:
+# the graph is mostly other generations', and a walk past them costs more than the read (docs/decisions.md).
+EXACT_SHARED_VECTORS = 20000
 # A subject's vectors are read whole up to this many: through the (generation, subject) btree that costs ~1.3 us a
 # vector (25 ms at 20,000 scattered over a million), while a subject-filtered HNSW walk tests every visited tuple's
 # subject on the heap and cost 31 to 150 ms for a subject holding 2% of a million (docs/decisions.md).
@@ -285,8 +290,8 @@ def _vector(cursor, generation, question_vector, subject, roles, k, *, exact):
     return sorted(((chunk, float(d)) for chunk, d in rows), key=lambda r: (r[1], r[0]))
 
 
-# Generations last counted above EXACT_MAX_VECTORS, with when: counting that far costs ~10 ms per request at
-# 1M vectors, so a large verdict is reused for LARGE_VERDICT_SECONDS (a small one is always recounted, cheaply).
+# Generations last found too large to read whole under the route's bound (or recall's), with when: counting costs
+# up to ~4 ms, so a large verdict is reused for LARGE_VERDICT_SECONDS (a small one is always recounted, cheaply).
 _large_generations = {}
 _many_vectors = {}  # the same for EXACT_FEW_VECTORS
 _large_subjects = {}  # (generation, subject) last counted above EXACT_SUBJECT_VECTORS, with when
@@ -308,26 +313,34 @@ def distance_to_question(cursor, alias, dims, k, *, exact, filtered=False):
 
 
 def _small_generation(cursor, generation):
+    """The route's rule: the generation holds at most EXACT_MAX_VECTORS vectors, or is a small share of them all."""
     return _generation_at_most(cursor, generation, EXACT_MAX_VECTORS, _large_generations)
 
 
 def _few_vectors(cursor, generation, subject):
     """Whether the vectors a search may return are few enough to read whole: the generation's at most
-    EXACT_FEW_VECTORS, or `subject`'s of it at most EXACT_SUBJECT_VECTORS (counted through the primary key or the
-    subject index)."""
+    EXACT_FEW_VECTORS or a small share of them all, or `subject`'s of it at most EXACT_SUBJECT_VECTORS (counted
+    through the primary key or the subject index)."""
     if subject is None:
         return _generation_at_most(cursor, generation, EXACT_FEW_VECTORS, _many_vectors)
     return _generation_at_most(cursor, generation, EXACT_SUBJECT_VECTORS, _large_subjects, subject)
 
 
 def _generation_at_most(cursor, generation, bound, larger, subject=None):
-    """Whether the generation (or `subject`'s part of it) holds at most `bound` vectors; one found larger
+    """Whether the generation (or `subject`'s part of it) is read whole: at most `bound` vectors, or (a whole
+    generation) at most EXACT_SHARED_VECTORS that are under half of all stored vectors. One found larger
     (recorded in `larger`) is not recounted for LARGE_VERDICT_SECONDS."""
     key = str(generation.generation_id) if subject is None else (str(generation.generation_id), subject)
     seen = larger.get(key)
     if seen is not None and time.monotonic() - seen < LARGE_VERDICT_SECONDS:
         return False
-    small = _count_at_most(cursor, generation, bound, subject)
+    if subject is None and bound < EXACT_SHARED_VECTORS:
+        count, stored = _count_up_to(cursor, generation, EXACT_SHARED_VECTORS)
+        # `stored` is the planner's estimate (pg_class.reltuples; -1 before the first ANALYZE): close enough to
+        # choose a plan, and either plan answers correctly.
+        small = count <= bound or (count <= EXACT_SHARED_VECTORS and count * 2 < stored)
+    else:
+        small = _count_up_to(cursor, generation, bound, subject)[0] <= bound
     if small:
         larger.pop(key, None)
     else:
@@ -337,13 +350,15 @@ def _generation_at_most(cursor, generation, bound, larger, subject=None):
     return small
 
 
-def _count_at_most(cursor, generation, bound, subject=None):
-    """A count of the generation's vectors (or `subject`'s of them) that stops one past `bound`."""
+def _count_up_to(cursor, generation, bound, subject=None):
+    """(a count of the generation's vectors, or `subject`'s of them, that stops one past `bound`; the estimated
+    number of stored vectors of every generation)."""
     subject_filter = "" if subject is None else " AND data_subject_id = %s"
     params = [str(generation.generation_id)] + ([] if subject is None else [subject]) + [bound + 1]
-    cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s{subject_filter}"
-                   " LIMIT %s) c", params)
-    return cursor.fetchone()[0] <= bound
+    cursor.execute(f"SELECT count(*), (SELECT reltuples FROM pg_class WHERE oid = 'passage_vector'::regclass)"
+                   f" FROM (SELECT 1 FROM passage_vector WHERE generation_id = %s{subject_filter} LIMIT %s) c", params)
+    count, stored = cursor.fetchone()
+    return count, float(stored)
 
 
 def fuse(*rankings):

@@ -278,6 +278,7 @@ def test_few_vectors_are_searched_exactly_and_a_large_subject_through_a_bounded_
     whole = passages.search(project=project, question="lisbon sister", approximate=True)
     assert whole.approximate is False and len(whole.hits) == 4
     monkeypatch.setattr(passages, "EXACT_FEW_VECTORS", 2)
+    monkeypatch.setattr(passages, "EXACT_SHARED_VECTORS", 2)  # whatever share of the stored vectors is the test's
     # A subject's share has its own, larger bound (a filtered walk costs more than reading it): ann's three vectors
     # are still read whole while the generation's four count as many.
     assert passages.search(project=project, question="lisbon sister", data_subject_id="ann",
@@ -290,3 +291,32 @@ def test_few_vectors_are_searched_exactly_and_a_large_subject_through_a_bounded_
     everyone = passages.search(project=project, question="lisbon sister", approximate=True)
     assert everyone.approximate is True and one("SHOW hnsw.max_scan_tuples", [])[0] == "20000"
     assert [h.chunk_id for h in everyone.hits] == [h.chunk_id for h in whole.hits]
+
+
+def test_a_small_share_of_the_stored_vectors_is_read_whole_and_most_of_them_walked(project, fake, endpoint_embedder,
+                                                                                   monkeypatch):
+    from governance import services
+    from tests.conftest import unique_name
+
+    other = unique_name()
+    services.create_project(name=other, principal="cli")
+    for n in range(3):
+        observe_turn(project, f"Lisbon note number {n}.", subject="ann")
+    for n in range(12):
+        observe_turn(other, f"Porto note number {n}.", subject="bob")
+    build_all(project, endpoint_embedder)
+    build_all(other, endpoint_embedder)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE passage_vector")  # the planner's count of stored vectors, which the rule reads
+    stored = one("SELECT reltuples FROM pg_class WHERE oid = 'passage_vector'::regclass", [])[0]
+    assert stored >= 15
+    monkeypatch.setattr(passages, "EXACT_FEW_VECTORS", 2)
+    monkeypatch.setattr(passages, "EXACT_MAX_VECTORS", 2)
+    # 3 of at least 15: a walk of a graph that is mostly other generations' would cost more than reading them.
+    assert passages.search(project=project, question="lisbon note", approximate=True).approximate is False
+    assert passages.search(project=project, question="lisbon note").approximate is False  # the route's rule too
+    # 12 is most of the stored vectors unless earlier tests committed more than 9 others.
+    assert passages.search(project=other, question="porto note", approximate=True).approximate is (stored <= 24)
+    monkeypatch.setattr(passages, "EXACT_SHARED_VECTORS", 2)
+    walked = passages.search(project=project, question="lisbon note", approximate=True)
+    assert walked.approximate is True and len(walked.hits) == 3
