@@ -469,22 +469,23 @@ def raw_part(generation_id, questions, question_vectors):
         for q, vec in zip(questions, question_vectors):
             with conn.transaction(), conn.cursor() as cur:
                 t0 = time.perf_counter()
-                vector = passages._vector(cur, generation, vec, None, None, pool, exact=False)
+                lit = passages.vector_literal(vec)  # once a search, as the product does
+                vector = passages._vector(cur, generation, lit, None, None, pool, exact=False)
                 t_rare = time.perf_counter()
                 assert passages._few_vectors(cur, generation, RARE_SUBJECT)
-                passages._vector(cur, generation, vec, RARE_SUBJECT, None, pool, exact=True)
+                passages._vector(cur, generation, lit, RARE_SUBJECT, None, pool, exact=True)
                 t1 = time.perf_counter()
                 lexical = passages._lexical(cur, PROJECT, q, None, None, passages.LEXICAL_CANDIDATES)
                 t2 = time.perf_counter()
                 fused = passages.fuse([c for c, _, _ in lexical], [c for c, _ in vector])
-                passages._hydrate(cur, PROJECT, fused[:hydrated], generation_id, passages.vector_literal(vec))
+                passages._hydrate(cur, PROJECT, fused[:hydrated], generation_id, lit)
                 t3 = time.perf_counter()
             for key, value in zip(keys, (t_rare - t0, t1 - t_rare, t2 - t1, t3 - t2, t3 - t0 - (t1 - t_rare))):
                 timings[key].append(value)
         for key in keys:
             report(f"raw {key}", summary(timings[key]))
         # The plans, with the product's statements and parameters.
-        vec, q = question_vectors[0], questions[0]
+        vec, q = passages.vector_literal(question_vectors[0]), questions[0]
         with conn.transaction(), conn.cursor() as cur:
             rec = Recording(cur)
             passages._vector(rec, generation, vec, None, None, pool, exact=False)
