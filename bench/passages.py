@@ -485,17 +485,17 @@ def raw_part(generation_id, questions, question_vectors):
         for key in keys:
             report(f"raw {key}", summary(timings[key]))
         # The plans, with the product's statements and parameters.
-        vec, q = passages.vector_literal(question_vectors[0]), questions[0]
+        lit, q = passages.vector_literal(question_vectors[0]), questions[0]
         with conn.transaction(), conn.cursor() as cur:
             rec = Recording(cur)
-            passages._vector(rec, generation, vec, None, None, pool, exact=False)
+            passages._vector(rec, generation, lit, None, None, pool, exact=False)
             sql, params = rec.last
             print("  plan (vector top-k, as the route issues it):\n    " + plan(cur, sql, params), flush=True)
-            passages._vector(rec, generation, vec, "s7", None, 32, exact=False)
+            passages._vector(rec, generation, lit, "s7", None, 32, exact=False)
             sql, params = rec.last
             print("  plan (vector top-k with data_subject_id, as recall issues it):\n    " + plan(cur, sql, params),
                   flush=True)
-            passages._vector(rec, generation, vec, RARE_SUBJECT, None, 32, exact=True)
+            passages._vector(rec, generation, lit, RARE_SUBJECT, None, 32, exact=True)
             sql, params = rec.last
             print("  plan (vector top-k for a subject with 1,000 vectors, exact):\n    " + plan(cur, sql, params),
                   flush=True)

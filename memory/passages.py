@@ -345,13 +345,11 @@ def _generation_at_most(cursor, generation, bound, larger, subject=None):
     seen = larger.get(key)
     if seen is not None and time.monotonic() - seen < LARGE_VERDICT_SECONDS:
         return False
-    if subject is None and bound < EXACT_SHARED_VECTORS:
-        count, stored = _count_up_to(cursor, generation, EXACT_SHARED_VECTORS)
-        # `stored` is the planner's estimate (pg_class.reltuples; -1 before the first ANALYZE): close enough to
-        # choose a plan, and either plan answers correctly.
-        small = count <= bound or (count <= EXACT_SHARED_VECTORS and count * 2 < stored)
-    else:
-        small = _count_up_to(cursor, generation, bound, subject)[0] <= bound
+    count, stored = _count_up_to(cursor, generation, bound if subject is not None else max(bound, EXACT_SHARED_VECTORS),
+                                  subject)
+    # `stored` is the planner's estimate (pg_class.reltuples; -1 before the first ANALYZE): close enough to choose a
+    # plan, and either plan answers correctly.
+    small = count <= bound or (subject is None and count <= EXACT_SHARED_VECTORS and count * 2 < stored)
     if small:
         larger.pop(key, None)
     else:

@@ -429,9 +429,8 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
     with _snapshot(), connection.wrap_database_errors, _prepared_cursor() as cursor:
         anchors = _anchors(cursor, project, found, subject)
         exact = len(anchors)
-        named_speakers = []
         if embedding is not None:  # passages' lexical half, read while the question is embedded
-            named_speakers = [] if subject else _named_subjects(cursor, project, found)
+            named_speakers = [] if subject else _named_subjects(cursor, project, found)  # spares the statement
             lexical = passages.lexical_candidates(cursor, project=project, question=question,
                                                   limit=MAX_RECALL_PASSAGES, data_subject_id=subject,
                                                   roles=applied.source_roles, named_subjects=named_speakers)

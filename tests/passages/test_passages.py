@@ -8,8 +8,10 @@ from django.db import connection
 
 from core.encoding import parse_server_timing
 from core.errors import Conflict
+from governance import services
 from memory import embedders, generations, lexical_index, passages
 from memory.embedders import EmbedderError, checked
+from tests.conftest import unique_name
 from tests.fakeembeddings import bag_vector
 from tests.passages.conftest import endpoint_for
 from tests.recall.conftest import observe_turn, post, recall_ok, write_fact
@@ -295,9 +297,6 @@ def test_few_vectors_are_searched_exactly_and_a_large_subject_through_a_bounded_
 
 def test_a_small_share_of_the_stored_vectors_is_read_whole_and_most_of_them_walked(project, fake, endpoint_embedder,
                                                                                    monkeypatch):
-    from governance import services
-    from tests.conftest import unique_name
-
     other = unique_name()
     services.create_project(name=other, principal="cli")
     for n in range(3):
