@@ -187,14 +187,21 @@ _ANCHOR_SPEAKER_NAMES = (
 
 
 # The people a question names, for a recall without a subject: the same two ways, except that a label needs no
-# speaker entity (a person with no formed fact yet still has messages). Their own messages then lead passages
-# (docs/decisions.md, "Named speakers steer passages").
+# speaker entity (a person with no formed fact yet still has messages), and a third: a word of the question that
+# the speaker's data subject id spells ("maya" in "c01-maya"; memory migration 0017), where a word that more than
+# MAX_NAMED_SUBJECTS ids spell names nobody. Their own messages then lead passages (docs/decisions.md, "Named
+# speakers steer passages"). Rows: ('', subject) for the first two ways, (word, subject) for the third.
 _NAMED_SUBJECTS = (
-    "SELECT s.speaker_subject_id" + _SPEAKER_BY_GIVEN_NAME +
+    "(SELECT '' AS word, n.subject FROM (SELECT s.speaker_subject_id AS subject" + _SPEAKER_BY_GIVEN_NAME +
     " UNION"
     " SELECT ds.subject_id::text FROM data_subject ds"
     f" WHERE ds.scope = %(project)s AND ds.label <> '' AND {_LABEL_AS_TERM} = ANY(%(terms)s::text[])"
-    " LIMIT %(over)s"
+    " LIMIT %(over)s) n)"
+    " UNION ALL"
+    " (SELECT w.word, e.speaker_subject_id FROM unnest(%(words)s::text[]) AS w(word)"
+    " CROSS JOIN LATERAL (SELECT e.speaker_subject_id FROM entity e WHERE e.identity_kind = 'speaker'"
+    "  AND memoir_speaker_name_keys(e.scope, e.speaker_subject_id) @> ARRAY[%(project)s || ' ' || w.word]"
+    "  AND e.scope = %(project)s LIMIT %(over)s) e)"
 )
 
 
@@ -203,10 +210,17 @@ def _named_subjects(cursor, project, found):
     passages.MAX_NAMED_SUBJECTS (an ambiguous name steers nothing)."""
     # "Maya's dog" names Maya: a possessive counts as the name itself here (not for anchors, whose terms are exact).
     names = found + [term[:-2] for term in found if term.endswith("'s") and len(term) > 2]
-    cursor.execute(_NAMED_SUBJECTS, {"project": project, "terms": names, "over": passages.MAX_NAMED_SUBJECTS + 1},
-                   prepare=True)
-    subjects = sorted(row[0] for row in cursor.fetchall())
-    return subjects if len(subjects) <= passages.MAX_NAMED_SUBJECTS else []
+    words = sorted({name for name in names if " " not in name and len(name) >= 2})
+    cursor.execute(_NAMED_SUBJECTS, {"project": project, "terms": names, "words": words,
+                                     "over": passages.MAX_NAMED_SUBJECTS + 1}, prepare=True)
+    by_word = {}
+    for word, subject in cursor.fetchall():
+        by_word.setdefault(word, set()).add(subject)
+    subjects = by_word.pop("", set())
+    for spelled in by_word.values():
+        if len(spelled) <= passages.MAX_NAMED_SUBJECTS:  # a word many ids spell ("user") names nobody
+            subjects |= spelled
+    return sorted(subjects) if len(subjects) <= passages.MAX_NAMED_SUBJECTS else []
 
 
 def _anchors(cursor, project, found, subject):

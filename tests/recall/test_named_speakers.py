@@ -5,6 +5,7 @@ import json
 import uuid
 
 import pytest
+from django.db import connection
 
 from formation.driver import drain
 from formation.rules_v2 import RulesV2Proposer
@@ -93,3 +94,56 @@ def test_a_named_speakers_own_messages_lead_the_passages_of_a_recall_without_sub
                          principal="operator", principal_kind="operator")
     # Three people called Caroline: the name is ambiguous and steers nothing.
     assert recall_ok(auth, question=question)["passages"][0]["quote"].startswith("Caroline keeps")
+
+
+def _speaker_with_a_fact(project, subject):
+    """A person whose turns formed a fact about them, so their speaker entity exists."""
+    observe_turn(project, "I live in Boston.", subject=subject)
+
+
+def test_a_name_the_subject_id_spells_steers_the_passages_of_a_recall_without_subject(project, auth):
+    caroline = "c09-caroline"
+    _speaker_with_a_fact(project, caroline)
+    observe_turn(project, "We are going camping at Lake Tahoe in July.", subject=caroline)
+    observe_turn(project, "Caroline keeps going on about camping; we went camping at Yosemite once.",
+                 subject="c09-person-2")
+    form(project)
+    question = "Where is Caroline going camping?"
+    assert passages.search(project=project, question=question).hits[0].content.startswith("Caroline keeps")
+    bundle = recall_ok(auth, question=question)
+    assert bundle["passages"][0]["quote"] == "We are going camping at Lake Tahoe in July."
+    assert caroline not in json.dumps(bundle)
+    # Only a recall without a subject is steered: with one, only that person's messages answer.
+    other = recall_ok(auth, question=question, data_subject_id="c09-person-2")
+    assert [p["quote"] for p in other["passages"]] == [
+        "Caroline keeps going on about camping; we went camping at Yosemite once."]
+
+
+def test_a_word_many_subject_ids_spell_names_nobody_and_leaves_the_other_names(project, auth):
+    for subject in ("user-caroline", "user-melanie", "user-zed"):
+        _speaker_with_a_fact(project, subject)
+    observe_turn(project, "We are going camping at Lake Tahoe in July.", subject="user-caroline")
+    observe_turn(project, "Caroline keeps going on about camping; we went camping at Yosemite once, user!",
+                 subject="user-zed")
+    form(project)
+    # "user" is spelled by three ids and names nobody; "caroline" still names one person.
+    bundle = recall_ok(auth, question="Where is the user Caroline going camping?")
+    assert bundle["passages"][0]["quote"] == "We are going camping at Lake Tahoe in July."
+    for n in (2, 3):
+        _speaker_with_a_fact(project, f"caroline-{n}")
+    form(project)
+    # Three ids now spell "caroline": the name is ambiguous and steers nothing; the words decide.
+    bundle = recall_ok(auth, question="Where is the user Caroline going camping?")
+    assert bundle["passages"][0]["quote"].startswith("Caroline keeps")
+
+
+def test_the_names_a_subject_id_spells():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT memoir_speaker_name_keys('p', 'C01-Maya.Okafor@x.com'),"
+                       " memoir_speaker_name_keys('p', 'zoë_2'),"
+                       " memoir_speaker_name_keys('p', 'decade00-bead-4bed-8ace-0123456789ab'),"
+                       " memoir_speaker_name_keys('p', '12345')")
+        spelled, accented, uuid_id, digits = cursor.fetchone()
+    assert sorted(spelled) == ["p com", "p maya", "p okafor"]  # "c" and "x": one letter is no name
+    assert accented == ["p zoë"]
+    assert uuid_id == [] and digits == []  # a UUID's hex runs ("bead", "bed", "ace") spell no name
