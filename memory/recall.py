@@ -188,9 +188,10 @@ _ANCHOR_SPEAKER_NAMES = (
 
 # The people a question names, for a recall without a subject: the same two ways, except that a label needs no
 # speaker entity (a person with no formed fact yet still has messages), and a third: a word of the question that
-# the speaker's data subject id spells ("maya" in "c01-maya"; memory migration 0017), where a word that more than
-# MAX_NAMED_SUBJECTS ids spell names nobody. Their own messages then lead passages (docs/decisions.md, "Named
-# speakers steer passages"). Rows: ('', subject) for the first two ways, (word, subject) for the third.
+# a speaker's data subject id spells ("maya" in "c01-maya"; memory migration 0017) or a registered subject's
+# external reference spells (governance migration 0008); a word that more than MAX_NAMED_SUBJECTS of them spell
+# names nobody. Their own messages then lead passages (docs/decisions.md, "Named speakers steer passages").
+# Rows: ('', subject) for the first two ways, (word, subject) for the third.
 _NAMED_SUBJECTS = (
     "(SELECT '' AS word, n.subject FROM (SELECT s.speaker_subject_id AS subject" + _SPEAKER_BY_GIVEN_NAME +
     " UNION"
@@ -202,6 +203,11 @@ _NAMED_SUBJECTS = (
     " CROSS JOIN LATERAL (SELECT e.speaker_subject_id FROM entity e WHERE e.identity_kind = 'speaker'"
     "  AND memoir_speaker_name_keys(e.scope, e.speaker_subject_id) @> ARRAY[%(project)s || ' ' || w.word]"
     "  AND e.scope = %(project)s LIMIT %(over)s) e)"
+    " UNION ALL"
+    " (SELECT w.word, r.subject_id::text FROM unnest(%(words)s::text[]) AS w(word)"
+    " CROSS JOIN LATERAL (SELECT ds.subject_id FROM data_subject ds WHERE ds.external_reference IS NOT NULL"
+    "  AND memoir_speaker_name_keys(ds.scope, ds.external_reference) @> ARRAY[%(project)s || ' ' || w.word]"
+    "  AND ds.scope = %(project)s LIMIT %(over)s) r)"
 )
 
 

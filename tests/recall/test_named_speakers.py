@@ -147,3 +147,18 @@ def test_the_names_a_subject_id_spells():
     assert sorted(spelled) == ["p com", "p maya", "p okafor"]  # "c" and "x": one letter is no name
     assert accented == ["p zoë"]
     assert uuid_id == [] and digits == []  # a UUID's hex runs ("bead", "bed", "ace") spell no name
+
+
+def test_a_name_a_registered_subjects_reference_spells_steers_without_a_formed_fact(project, auth):
+    subject, _ = register_subject(project=project, idempotency_key=str(uuid.uuid4()),
+                                  external_reference="Caroline.Jones@example.com", principal="operator",
+                                  principal_kind="operator")
+    observe_turn(project, "We are going camping at Lake Tahoe in July.", subject=subject.id)
+    observe_turn(project, "Caroline keeps going on about camping; we went camping at Yosemite once.",
+                 subject="c10-person-2")
+    form(project)
+    question = "Where is Caroline going camping?"
+    assert passages.search(project=project, question=question).hits[0].content.startswith("Caroline keeps")
+    bundle = recall_ok(auth, question=question)
+    assert bundle["passages"][0]["quote"] == "We are going camping at Lake Tahoe in July."
+    assert subject.id not in json.dumps(bundle) and "example.com" not in json.dumps(bundle)
