@@ -192,22 +192,26 @@ _ANCHOR_SPEAKER_NAMES = (
 # external reference spells (governance migration 0008); a word that more than MAX_NAMED_SUBJECTS of them spell
 # names nobody. Their own messages then lead passages (docs/decisions.md, "Named speakers steer passages").
 # Rows: ('', subject) for the first two ways, (word, subject) for the third.
+
+
+def _spelled_by(table, subject, spelling, partial):
+    """The third way's arm over one table: (word, subject) for each question word that `spelling` spells, at most
+    `over` a word, through the table's partial GIN index on memoir_speaker_name_keys(scope, `spelling`)."""
+    return (" (SELECT w.word, x.subject FROM unnest(%(words)s::text[]) AS w(word)"
+            f" CROSS JOIN LATERAL (SELECT {subject} AS subject FROM {table} t WHERE {partial}"
+            f"  AND memoir_speaker_name_keys(t.scope, {spelling}) @> ARRAY[%(project)s || ' ' || w.word]"
+            "  AND t.scope = %(project)s LIMIT %(over)s) x)")
+
+
 _NAMED_SUBJECTS = (
     "(SELECT '' AS word, n.subject FROM (SELECT s.speaker_subject_id AS subject" + _SPEAKER_BY_GIVEN_NAME +
     " UNION"
     " SELECT ds.subject_id::text FROM data_subject ds"
     f" WHERE ds.scope = %(project)s AND ds.label <> '' AND {_LABEL_AS_TERM} = ANY(%(terms)s::text[])"
     " LIMIT %(over)s) n)"
-    " UNION ALL"
-    " (SELECT w.word, e.speaker_subject_id FROM unnest(%(words)s::text[]) AS w(word)"
-    " CROSS JOIN LATERAL (SELECT e.speaker_subject_id FROM entity e WHERE e.identity_kind = 'speaker'"
-    "  AND memoir_speaker_name_keys(e.scope, e.speaker_subject_id) @> ARRAY[%(project)s || ' ' || w.word]"
-    "  AND e.scope = %(project)s LIMIT %(over)s) e)"
-    " UNION ALL"
-    " (SELECT w.word, r.subject_id::text FROM unnest(%(words)s::text[]) AS w(word)"
-    " CROSS JOIN LATERAL (SELECT ds.subject_id FROM data_subject ds WHERE ds.external_reference IS NOT NULL"
-    "  AND memoir_speaker_name_keys(ds.scope, ds.external_reference) @> ARRAY[%(project)s || ' ' || w.word]"
-    "  AND ds.scope = %(project)s LIMIT %(over)s) r)"
+    " UNION ALL" + _spelled_by("entity", "t.speaker_subject_id", "t.speaker_subject_id", "t.identity_kind = 'speaker'") +
+    " UNION ALL" + _spelled_by("data_subject", "t.subject_id::text", "t.external_reference",
+                               "t.external_reference IS NOT NULL")
 )
 
 

@@ -5,10 +5,12 @@ from django.db import migrations
 
 # Each run of letters in the id, lower-cased, of at least two letters, prefixed with the project: a canonical
 # UUID spells no name (its hex runs would read as "bed", "face"). IMMUTABLE as lower() is: it follows the
-# database's character type, which a database keeps for life.
+# database's character type, which a database keeps for life. COST tells the planner what a call costs (a regex
+# split and an aggregate): at the default it would rather run it on every row of a LIMITed scan than use the index
+# (40 ms a word at 5,000 subjects, against 0.05 through the index).
 CREATE = r"""
 CREATE FUNCTION memoir_speaker_name_keys(scope text, subject text) RETURNS text[]
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE COST 10000 AS $$
   SELECT coalesce(array_agg(DISTINCT scope || ' ' || word), '{}')
   FROM regexp_split_to_table(lower(subject), '[^[:alpha:]]+') AS word
   WHERE length(word) >= 2

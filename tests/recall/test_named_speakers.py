@@ -10,7 +10,7 @@ from django.db import connection
 from formation.driver import drain
 from formation.rules_v2 import RulesV2Proposer
 from governance.subjects import register_subject
-from memory import passages
+from memory import passages, recall
 
 from .conftest import observe_turn, recall_ok
 
@@ -162,3 +162,24 @@ def test_a_name_a_registered_subjects_reference_spells_steers_without_a_formed_f
     bundle = recall_ok(auth, question=question)
     assert bundle["passages"][0]["quote"] == "We are going camping at Lake Tahoe in July."
     assert subject.id not in json.dumps(bundle) and "example.com" not in json.dumps(bundle)
+
+
+def test_the_named_subjects_statement_reads_names_through_their_indexes_among_thousands(project):
+    """A question's words are looked up through the two GIN indexes, not by computing every subject's names: at the
+    function's default cost the planner chose a LIMITed sequential scan (40 ms a word at 5,000 subjects)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO entity (entity_id, scope, canonical_name, normalized_name, entity_type, aliases,"
+            " resolution_version, identity_kind, speaker_subject_id)"
+            " SELECT gen_random_uuid(), %s, 'speaker', 'speaker', 'person', '{}', 'entity/speaker-v1', 'speaker',"
+            " 'user-' || md5(i::text) FROM generate_series(1, 3000) i", [project])
+        cursor.execute(
+            "INSERT INTO data_subject (subject_id, scope, external_reference, label, version, updated_by)"
+            " SELECT gen_random_uuid(), %s, 'member-' || md5(i::text), '', gen_random_uuid(), 'test'"
+            " FROM generate_series(1, 3000) i", [project])
+        cursor.execute("ANALYZE entity")
+        cursor.execute("ANALYZE data_subject")
+        cursor.execute("EXPLAIN (FORMAT JSON) " + recall._NAMED_SUBJECTS,
+                       {"project": project, "terms": ["maya"], "words": ["maya", "user"], "over": 3})
+        plan = json.dumps(cursor.fetchone()[0])
+    assert "entity_speaker_name_keys_idx" in plan and "data_subject_reference_name_keys_idx" in plan
