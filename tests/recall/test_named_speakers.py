@@ -96,27 +96,35 @@ def test_a_named_speakers_own_messages_lead_the_passages_of_a_recall_without_sub
     assert recall_ok(auth, question=question)["passages"][0]["quote"].startswith("Caroline keeps")
 
 
+CAMPING = "Where is Caroline going camping?"
+OWN = "We are going camping at Lake Tahoe in July."
+MENTIONS = "Caroline keeps going on about camping; we went camping at Yosemite once."
+
+
 def _speaker_with_a_fact(project, subject):
     """A person whose turns formed a fact about them, so their speaker entity exists."""
     observe_turn(project, "I live in Boston.", subject=subject)
 
 
+def _camping(project, caroline, other):
+    """Caroline's own message and another person's that shares more of the question's words, formed: by the words
+    alone (passage search has no anchors) the other person's message leads."""
+    observe_turn(project, OWN, subject=caroline)
+    observe_turn(project, MENTIONS, subject=other)
+    form(project)
+    assert passages.search(project=project, question=CAMPING).hits[0].content == MENTIONS
+
+
 def test_a_name_the_subject_id_spells_steers_the_passages_of_a_recall_without_subject(project, auth):
     caroline = "c09-caroline"
     _speaker_with_a_fact(project, caroline)
-    observe_turn(project, "We are going camping at Lake Tahoe in July.", subject=caroline)
-    observe_turn(project, "Caroline keeps going on about camping; we went camping at Yosemite once.",
-                 subject="c09-person-2")
-    form(project)
-    question = "Where is Caroline going camping?"
-    assert passages.search(project=project, question=question).hits[0].content.startswith("Caroline keeps")
-    bundle = recall_ok(auth, question=question)
-    assert bundle["passages"][0]["quote"] == "We are going camping at Lake Tahoe in July."
+    _camping(project, caroline, "c09-person-2")
+    bundle = recall_ok(auth, question=CAMPING)
+    assert bundle["passages"][0]["quote"] == OWN
     assert caroline not in json.dumps(bundle)
     # Only a recall without a subject is steered: with one, only that person's messages answer.
-    other = recall_ok(auth, question=question, data_subject_id="c09-person-2")
-    assert [p["quote"] for p in other["passages"]] == [
-        "Caroline keeps going on about camping; we went camping at Yosemite once."]
+    other = recall_ok(auth, question=CAMPING, data_subject_id="c09-person-2")
+    assert [p["quote"] for p in other["passages"]] == [MENTIONS]
 
 
 def test_a_word_many_subject_ids_spell_names_nobody_and_leaves_the_other_names(project, auth):
@@ -153,14 +161,9 @@ def test_a_name_a_registered_subjects_reference_spells_steers_without_a_formed_f
     subject, _ = register_subject(project=project, idempotency_key=str(uuid.uuid4()),
                                   external_reference="Caroline.Jones@example.com", principal="operator",
                                   principal_kind="operator")
-    observe_turn(project, "We are going camping at Lake Tahoe in July.", subject=subject.id)
-    observe_turn(project, "Caroline keeps going on about camping; we went camping at Yosemite once.",
-                 subject="c10-person-2")
-    form(project)
-    question = "Where is Caroline going camping?"
-    assert passages.search(project=project, question=question).hits[0].content.startswith("Caroline keeps")
-    bundle = recall_ok(auth, question=question)
-    assert bundle["passages"][0]["quote"] == "We are going camping at Lake Tahoe in July."
+    _camping(project, subject.id, "c10-person-2")
+    bundle = recall_ok(auth, question=CAMPING)
+    assert bundle["passages"][0]["quote"] == OWN
     assert subject.id not in json.dumps(bundle) and "example.com" not in json.dumps(bundle)
 
 
