@@ -186,14 +186,6 @@ _ANCHOR_SPEAKER_NAMES = (
 )
 
 
-# The people a question names, for a recall without a subject: the same two ways, except that a label needs no
-# speaker entity (a person with no formed fact yet still has messages), and a third: a word of the question that
-# a speaker's data subject id spells ("maya" in "c01-maya"; memory migration 0017) or a registered subject's
-# external reference spells (governance migration 0008); a word that more than MAX_NAMED_SUBJECTS of them spell
-# names nobody. Their own messages then lead passages (docs/decisions.md, "Named speakers steer passages").
-# Rows: ('', subject) for the first two ways, (word, subject) for the third.
-
-
 def _spelled_by(table, subject, spelling, partial):
     """The third way's arm over one table: (word, subject) for each question word that `spelling` spells, at most
     `over` a word, through the table's partial GIN index on memoir_speaker_name_keys(scope, `spelling`)."""
@@ -203,6 +195,12 @@ def _spelled_by(table, subject, spelling, partial):
             "  AND t.scope = %(project)s LIMIT %(over)s) x)")
 
 
+# The people a question names, for a recall without a subject: the same two ways, except that a label needs no
+# speaker entity (a person with no formed fact yet still has messages), and a third: a word of the question that
+# a speaker's data subject id spells ("maya" in "c01-maya"; memory migration 0017) or a registered subject's
+# external reference spells (governance migration 0008); a word that more than MAX_NAMED_SUBJECTS of them spell
+# names nobody. Their own messages then lead passages (docs/decisions.md, "Named speakers steer passages").
+# Rows: ('', subject) for the first two ways, (word, subject) for the third.
 _NAMED_SUBJECTS = (
     "(SELECT '' AS word, n.subject FROM (SELECT s.speaker_subject_id AS subject" + _SPEAKER_BY_GIVEN_NAME +
     " UNION"
@@ -220,7 +218,8 @@ def _named_subjects(cursor, project, found):
     passages.MAX_NAMED_SUBJECTS (an ambiguous name steers nothing)."""
     # "Maya's dog" names Maya: a possessive counts as the name itself here (not for anchors, whose terms are exact).
     names = found + [term[:-2] for term in found if term.endswith("'s") and len(term) > 2]
-    words = sorted({name for name in names if " " not in name and len(name) >= 2})
+    # Only words of letters can match a key (the keys are runs of letters), so no other word costs a probe.
+    words = sorted({name for name in names if name.isalpha() and len(name) >= 2})
     cursor.execute(_NAMED_SUBJECTS, {"project": project, "terms": names, "words": words,
                                      "over": passages.MAX_NAMED_SUBJECTS + 1}, prepare=True)
     by_word = {}

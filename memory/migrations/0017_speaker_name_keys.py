@@ -1,6 +1,6 @@
 """The names a speaker's data subject id spells ("c01-maya", "maya.okafor@…"), indexed per project, so a recall
-without a subject finds the person a question names by their id too (docs/decisions.md, "Named speakers steer
-passages")."""
+without a subject finds the person a question names by their id too (docs/decisions.md, "A subject id that spells
+a name")."""
 from django.db import migrations
 
 # Each run of letters in the id, lower-cased, of at least two letters, prefixed with the project: a canonical
