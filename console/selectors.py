@@ -9,7 +9,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from formation.driver import current_proposer
-from governance.models import FormationHeartbeat, Project
+from formation.models import FormationHeartbeat
+from governance.models import Project
 from memory.evidence import legible
 from memory.models import IngestionBudget, Observation, RecordRetraction, Watermark
 

@@ -9,13 +9,13 @@ import json
 import sys
 import uuid
 
-from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.management.base import BaseCommand, CommandError, handle_default_options
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, connections
 
 from core.errors import DomainError
+from core.models import Project
 
 JSON_HELP = "print one JSON object on stdout ({\"ok\", \"command\", \"result\"}); errors as one JSON line on stderr"
 
@@ -35,10 +35,7 @@ def unknown_project(name):
 
 def require_project(name):
     """The project's name if it exists; an OperatorError (unknown_project) otherwise."""
-    # By app label through the registry, as memory's ForeignKey("governance.Project") names it: core sits
-    # below the app that owns the tenancy table and may not import it (docs/decisions.md, "Layers").
-    project = apps.get_model("governance", "Project")
-    if not isinstance(name, str) or not project.objects.filter(name=name).exists():
+    if not isinstance(name, str) or not Project.objects.filter(name=name).exists():
         raise unknown_project(name)
     return name
 

@@ -1,5 +1,6 @@
-"""Governance tables: projects, credentials, the erasure registry and receipts, the audit ledger,
-subjects, artifacts and the formation heartbeat (data-model.md §1, §5–§8)."""
+"""Governance tables: credentials, the erasure registry and receipts, retention sweeps, subjects and artifacts
+(data-model.md §1, §5–§8). The project and the audit ledger are core's tables (`core/models.py`); governance
+keeps proxies of them that carry the console's permissions and pages (docs/decisions.md, "Tables at the bottom")."""
 import uuid
 
 import pgtrigger
@@ -7,14 +8,15 @@ from django.db import models
 from django.db.models import CheckConstraint, Q, UniqueConstraint
 from django.db.models.functions import Now
 
-from core.audit import OPERATIONS, OUTCOMES, PRINCIPAL_KINDS
+import core.models
 from core.closed_sets import choices
 from core.dbfuncs import char_length, octets_at_most, octets_between, octets_exactly
+from core.models import PROJECT_NAME_RE  # noqa: F401 - re-exported: the console validates names with it
 
 ACCESS_MODES = ("read_only", "read_write")
 ARTIFACT_KINDS = ("state", "file")
-PROJECT_NAME_RE = r"^[a-z][a-z0-9_]{0,62}$"
 IDENT_RE = r"^[a-z][a-z0-9_]*$"
+PROJECT = "core.Project"
 
 
 def _no_truncate(table):
@@ -27,15 +29,13 @@ def _no_truncate(table):
     )
 
 
-class Project(models.Model):
-    name = models.CharField(max_length=63, primary_key=True)
-    label = models.TextField()
-    retention_days = models.IntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(db_default=Now())
-    suspended_at = models.DateTimeField(null=True, blank=True)
+# --- proxies of core's tables: the rights governance administers on them ------------------------------------
+# Their app label keeps the console's URLs (/console/governance/project/), permission codenames
+# (governance.issue_credential, governance.view_auditentry, ...) and the groups that hold them as they were.
 
+class Project(core.models.Project):
     class Meta:
-        db_table = "project"
+        proxy = True
         permissions = [
             ("issue_credential", "Can issue credentials"),
             ("revoke_credential", "Can revoke credentials"),
@@ -45,32 +45,24 @@ class Project(models.Model):
             ("verify_audit", "Can verify the audit ledger"),
             ("view_refusal_summary", "Can view the refusal summary"),
         ]
-        constraints = [
-            CheckConstraint(condition=Q(name__regex=PROJECT_NAME_RE), name="project_name_chk"),
-            CheckConstraint(condition=~Q(label=""), name="project_label_chk"),
-            CheckConstraint(
-                condition=Q(retention_days__isnull=True) | Q(retention_days__gte=1, retention_days__lte=36500),
-                name="project_retention_chk",
-            ),
-        ]
-        triggers = [
-            pgtrigger.ReadOnly(name="project_identity", fields=["name", "created_at"]),
-            pgtrigger.Protect(name="project_no_delete", operation=pgtrigger.Delete),
-            pgtrigger.Trigger(
-                name="project_storage_policy",
-                when=pgtrigger.After,
-                operation=pgtrigger.Insert,
-                func="INSERT INTO agent_storage_policy (scope) VALUES (NEW.name) ON CONFLICT DO NOTHING; RETURN NULL;",
-            ),
-        ]
 
-    def __str__(self):
-        return self.name
 
+class AuditEntry(core.models.AuditEntry):
+    class Meta:
+        proxy = True
+        verbose_name_plural = "audit entries"
+
+
+class AuditSeal(core.models.AuditSeal):
+    class Meta:
+        proxy = True
+
+
+# --- governance's own tables ---------------------------------------------------------------------------------
 
 class Credential(models.Model):
     credential_id = models.UUIDField(primary_key=True, default=uuid.uuid4)
-    project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="credentials")
+    project = models.ForeignKey(PROJECT, models.PROTECT, db_column="scope", related_name="credentials")
     name = models.TextField()
     access = models.CharField(max_length=16, choices=choices(ACCESS_MODES), default="read_write")
     token_digest = models.BinaryField(unique=True)
@@ -152,7 +144,7 @@ class ProjectionDependency(models.Model):
     """One row per (source observation, projection): what erasure walks."""
 
     id = models.BigAutoField(primary_key=True)
-    project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="+")
+    project = models.ForeignKey(PROJECT, models.PROTECT, db_column="scope", related_name="+")
     source_observation = models.ForeignKey(
         "memory.Observation", models.DO_NOTHING, db_constraint=False, related_name="+")
     # A plain column with a database FK (added in SQL): the generated refs below read it.
@@ -184,7 +176,7 @@ class ProjectionDependency(models.Model):
 
 class ErasureRequest(models.Model):
     request_id = models.UUIDField(primary_key=True, default=uuid.uuid4)
-    project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="+")
+    project = models.ForeignKey(PROJECT, models.PROTECT, db_column="scope", related_name="+")
     selector = models.JSONField()
     reason = models.TextField(default="", blank=True)
     principal = models.TextField()
@@ -213,7 +205,7 @@ class ErasureRequest(models.Model):
 
 class RetentionSweep(models.Model):
     sweep_id = models.UUIDField(primary_key=True, default=uuid.uuid4)
-    project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="+")
+    project = models.ForeignKey(PROJECT, models.PROTECT, db_column="scope", related_name="+")
     swept_at = models.DateTimeField(db_default=Now())
     observations = models.IntegerField()
     deleted = models.JSONField()
@@ -227,94 +219,9 @@ class RetentionSweep(models.Model):
         ]
 
 
-class AuditEntry(models.Model):
-    entry_id = models.BigAutoField(primary_key=True)
-    operation = models.CharField(max_length=32, choices=choices(OPERATIONS))
-    principal = models.TextField()
-    principal_kind = models.CharField(max_length=16, choices=choices(PRINCIPAL_KINDS))
-    project = models.TextField(default="", blank=True)
-    magnitude = models.BigIntegerField(default=0)
-    outcome = models.CharField(max_length=16, choices=choices(OUTCOMES))
-    occurred_at = models.DateTimeField(db_default=Now())
-
-    class Meta:
-        db_table = "audit_entry"
-        verbose_name_plural = "audit entries"
-        constraints = [
-            CheckConstraint(condition=Q(operation__in=OPERATIONS), name="audit_operation_chk"),
-            CheckConstraint(condition=~Q(principal=""), name="audit_principal_chk"),
-            CheckConstraint(condition=Q(principal_kind__in=PRINCIPAL_KINDS), name="audit_principal_kind_chk"),
-            CheckConstraint(condition=Q(magnitude__gte=0), name="audit_magnitude_chk"),
-            CheckConstraint(condition=Q(outcome__in=OUTCOMES), name="audit_outcome_chk"),
-        ]
-        indexes = [
-            models.Index(fields=["occurred_at"], name="audit_entry_time_idx"),
-            models.Index(fields=["project", "occurred_at"], name="audit_entry_project_idx"),
-            models.Index(fields=["operation", "occurred_at"], name="audit_entry_op_idx"),
-        ]
-        triggers = [
-            pgtrigger.Protect(name="audit_entry_append_only", operation=pgtrigger.Update | pgtrigger.Delete),
-            pgtrigger.Trigger(
-                name="audit_entry_no_truncate",
-                when=pgtrigger.Before,
-                operation=pgtrigger.Truncate,
-                level=pgtrigger.Statement,
-                func="RAISE EXCEPTION 'audit_entry is append-only'; RETURN NULL;",
-            ),
-            # The database numbers and times every entry: a row naming its own id (one outside the sealed
-            # ranges, or far ahead) or its own time is refused. A defaulted id is the sequence's latest value.
-            pgtrigger.Trigger(
-                name="audit_entry_assigned_by_database",
-                when=pgtrigger.Before,
-                operation=pgtrigger.Insert,
-                func="IF NEW.entry_id IS DISTINCT FROM currval(pg_get_serial_sequence('public.audit_entry',"
-                     " 'entry_id')) OR NEW.occurred_at IS DISTINCT FROM statement_timestamp() THEN"
-                     " RAISE EXCEPTION 'audit_entry assigns its own entry_id and occurred_at'"
-                     " USING ERRCODE = '42501'; END IF; RETURN NEW;",
-            ),
-        ]
-
-
-class AuditSeal(models.Model):
-    seal_id = models.BigAutoField(primary_key=True)
-    from_entry = models.BigIntegerField()
-    to_entry = models.BigIntegerField()
-    entry_count = models.IntegerField()
-    entries_digest = models.BinaryField()
-    previous_digest = models.BinaryField()
-    digest = models.BinaryField()
-    sealed_at = models.DateTimeField(db_default=Now())
-
-    class Meta:
-        db_table = "audit_seal"
-        constraints = [
-            CheckConstraint(condition=Q(from_entry__lte=models.F("to_entry")), name="audit_seal_range_chk"),
-            CheckConstraint(condition=Q(entry_count__gt=0), name="audit_seal_count_chk"),
-            CheckConstraint(condition=octets_exactly("entries_digest", 32) & octets_exactly("previous_digest", 32)
-                            & octets_exactly("digest", 32), name="audit_seal_digest_len_chk"),
-        ]
-        triggers = [
-            pgtrigger.Protect(name="audit_seal_append_only", operation=pgtrigger.Update | pgtrigger.Delete),
-            _no_truncate("audit_seal"),
-        ]
-
-
-class FormationHeartbeat(models.Model):
-    id = models.SmallIntegerField(primary_key=True, default=1)
-    last_pass_at = models.DateTimeField(null=True)
-    last_progress_at = models.DateTimeField(null=True)
-    last_failure_at = models.DateTimeField(null=True)
-    passes = models.BigIntegerField(default=0)
-    failures = models.BigIntegerField(default=0)
-
-    class Meta:
-        db_table = "formation_heartbeat"
-        constraints = [CheckConstraint(condition=Q(id=1), name="formation_heartbeat_singleton_chk")]
-
-
 class DataSubject(models.Model):
     subject_id = models.UUIDField(primary_key=True, default=uuid.uuid4)
-    project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="+")
+    project = models.ForeignKey(PROJECT, models.PROTECT, db_column="scope", related_name="+")
     external_reference = models.TextField(null=True)
     label = models.TextField(default="", blank=True)
     version = models.UUIDField(default=uuid.uuid4)
@@ -349,7 +256,7 @@ class DataSubject(models.Model):
 
 class SubjectRetry(models.Model):
     id = models.BigAutoField(primary_key=True)
-    project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="+")
+    project = models.ForeignKey(PROJECT, models.PROTECT, db_column="scope", related_name="+")
     key_digest = models.BinaryField()
     request_digest = models.BinaryField(null=True)
     subject = models.ForeignKey(DataSubject, models.DO_NOTHING, null=True, related_name="+")
@@ -366,7 +273,7 @@ class SubjectRetry(models.Model):
 
 
 class AgentStoragePolicy(models.Model):
-    project = models.OneToOneField(Project, models.PROTECT, db_column="scope", primary_key=True,
+    project = models.OneToOneField(PROJECT, models.PROTECT, db_column="scope", primary_key=True,
                                    related_name="storage_policy")
     max_object_bytes = models.IntegerField(db_default=262144, default=262144)
     max_bytes = models.BigIntegerField(db_default=16777216, default=16777216)
@@ -392,7 +299,7 @@ class AgentArtifact(models.Model):
     # (project, artifact_id) is the artifact's identity (agent_artifact_scope_uniq); the row id is internal only.
     id = models.BigAutoField(primary_key=True)
     artifact_id = models.UUIDField()
-    project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="+")
+    project = models.ForeignKey(PROJECT, models.PROTECT, db_column="scope", related_name="+")
     data_subject_id = models.TextField()
     kind = models.CharField(max_length=8, choices=choices(ARTIFACT_KINDS))
     name = models.TextField(default="", blank=True)
@@ -433,7 +340,7 @@ class AgentArtifact(models.Model):
 
 class ArtifactTombstone(models.Model):
     id = models.BigAutoField(primary_key=True)
-    project = models.ForeignKey(Project, models.PROTECT, db_column="scope", related_name="+")
+    project = models.ForeignKey(PROJECT, models.PROTECT, db_column="scope", related_name="+")
     artifact_id = models.UUIDField()
     removed_at = models.DateTimeField(db_default=Now())
 

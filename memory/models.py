@@ -23,7 +23,7 @@ from core.closed_sets import (
 )
 from core.dbfuncs import char_length, extractor_version_ok, octets_at_most, octets_between, octets_exactly
 
-PROJECT = "governance.Project"
+PROJECT = "core.Project"
 TERM_NORMALISED = Q(term=Func(Func(F("term"), function="btrim"), function="lower")) & ~Q(term="")
 
 

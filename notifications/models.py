@@ -3,7 +3,7 @@ counts only: no subject, no content, and the signing secret only as ciphertext."
 from django.db import models
 from django.db.models import CheckConstraint, Q
 
-PROJECT = "governance.Project"
+PROJECT = "core.Project"
 
 # The fixed categories `last_error` may hold; a raw network error could name internal addresses.
 ERROR_CATEGORIES = (

@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "pgtrigger",
+    "core",
     "governance",
     "memory",
     "formation",

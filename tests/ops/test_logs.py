@@ -90,7 +90,7 @@ def test_json_request_lines_from_a_live_server(committed, test_database_name, se
 def test_the_run_stack_is_quiet_after_start_up(committed, test_database_name, session_redis, tmp_path):
     """scripts/run_stack.py (what `make run` ends in), with beat sending every second: after start-up no line
     is printed while the heartbeat shows the periodic sweep kept running."""
-    from governance.models import FormationHeartbeat
+    from formation.models import FormationHeartbeat
 
     port = free_port()
     env = service_env(test_database_name, session_redis.url, MEMOIR_FORMATION_INTERVAL="1",

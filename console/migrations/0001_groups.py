@@ -1,4 +1,8 @@
-"""The console's user groups and their permissions (console.md §2)."""
+"""The console's user groups and their permissions (console.md §2): from governance's 0003_console_groups and
+0007_rebuild_permission and notifications' 0003_console_permissions, in one place at the top.
+
+It depends on the last migration of every app below the console, so the console's migrations always run last
+(tests/unit/test_migration_layers.py); formation has no permission here."""
 from django.apps import apps as global_apps
 from django.db import migrations
 
@@ -8,6 +12,9 @@ GROUPS = {
         "governance.view_credential", "governance.issue_credential", "governance.revoke_credential",
         "memory.view_observation", "memory.view_parkedturn", "memory.unpark_turn",
         "governance.view_agentstoragepolicy", "governance.change_agentstoragepolicy",
+        "memory.run_rebuild",
+        "notifications.view_notificationendpoint", "notifications.view_notificationdelivery",
+        "notifications.retry_delivery",
     ],
     "memoir_compliance": [
         "governance.view_erasurerequest", "governance.view_retentionsweep", "governance.view_auditentry",
@@ -28,7 +35,7 @@ def create_groups(apps, schema_editor):
     from django.contrib.auth.management import create_permissions
 
     # On a fresh database permissions only appear in post_migrate, after every migration: make them now.
-    for label in ("governance", "memory"):
+    for label in ("governance", "memory", "notifications"):
         create_permissions(global_apps.get_app_config(label), apps=apps, verbosity=0)
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
@@ -38,7 +45,7 @@ def create_groups(apps, schema_editor):
         for perm in perms:
             app_label, codename = perm.split(".")
             wanted.append(Permission.objects.get(content_type__app_label=app_label, codename=codename))
-        group.permissions.set(wanted)
+        group.permissions.add(*wanted)
 
 
 def drop_groups(apps, schema_editor):
@@ -48,8 +55,11 @@ def drop_groups(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("governance", "0002_initial"),
-        ("memory", "0002_database_rules"),
+        ("core", "0002_ledger_functions"),
+        ("memory", "0004_vocabulary"),
+        ("governance", "0003_projection_kinds"),
+        ("formation", "0001_initial"),
+        ("notifications", "0002_outbox_trigger"),
         ("auth", "0012_alter_user_first_name_max_length"),
         ("contenttypes", "0002_remove_content_type_name"),
     ]

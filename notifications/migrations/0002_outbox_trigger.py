@@ -47,5 +47,5 @@ DROP FUNCTION memoir_notification_outbox();
 
 
 class Migration(migrations.Migration):
-    dependencies = [("notifications", "0001_endpoints_and_deliveries"), ("memory", "0005_mark_formed_function")]
+    dependencies = [("notifications", "0001_tables")]
     operations = [migrations.RunSQL(SQL, REVERSE)]
