@@ -11,16 +11,15 @@ from core import audit
 from core.errors import DomainError
 from core.retry import run_retrying
 
-from . import authentication
+from . import authentication, contract
 from .admission import AdmissionThrottle
 from .errors import ApiError, error_response, json_response
-from .jsonbody import Obj, check_shape
 from .parsers import StrictJSONParser, V1Request
 from .permissions import READ_ONLY_OPS, AccessMode
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["READ_ONLY_OPS", "Result", "V1View", "UnknownRouteView", "EMPTY"]
+__all__ = ["READ_ONLY_OPS", "Result", "V1View", "UnknownRouteView"]
 
 
 class Result:
@@ -93,15 +92,18 @@ def exception_handler(exc, context):
 
 
 class V1View(APIView):
-    """Subclasses set `op`, `method`, `shape` (an Obj for POST bodies) and implement `handle`.
+    """Subclasses set `op`, `method`, `doc`, `request_body` (a contract.Body for POST bodies) and `response_body`,
+    and implement `handle`.
 
     DRF runs the pipeline: BearerAuthentication, then AdmissionThrottle, then AccessMode (401 → 429 → 403,
     api.md §1.4: admission before access, which is DRF's order turned round in `initial`), then the method (405),
-    then StrictJSONParser and the shape (400), then the route; every refusal leaves through exception_handler."""
+    then StrictJSONParser and the request Body (400), then the route; every refusal leaves through exception_handler."""
 
     op = None
     method = "POST"
-    shape = None
+    request_body = None  # the route's contract.Body: its fields and rules, read by validation and the document
+    response_body = None  # the serializer that documents the success body
+    doc = None  # a contract.RouteDoc: tag, summary, the route's own refusals
     reads_body = True
 
     parser_classes = [StrictJSONParser]
@@ -158,8 +160,8 @@ class V1View(APIView):
         body = {}
         if self.method == "POST" and self.reads_body:
             body = request.data  # StrictJSONParser
-            if self.shape is not None:
-                body = check_shape(body, self.shape)
+            if self.request_body is not None:
+                body = contract.validate(self.request_body, body)
         # A route's writes are one transaction, so a deadlock victim kept nothing: run it again, not a 500.
         result = run_retrying(lambda: self.handle(self.caller, body), what=self.op)
         if not result.audited:
@@ -188,5 +190,3 @@ class UnknownRouteView(V1View):
     def run_route(self, request):
         raise ApiError(404, "not_found")
 
-
-EMPTY = Obj({})

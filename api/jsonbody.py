@@ -1,13 +1,11 @@
-"""Strict request bodies (api.md §3): decode_body() for the byte/JSON rules, check_shape() for
-field names and types. The string checks routes use (blank, NUL, UUID, UTF-8 size) live in core.strings.
+"""Strict request bodies (api.md §3): decode_body() for the byte and JSON rules and parse_timestamp() for RFC 3339
+times. Field names, types and rules are each route's contract (api.contract); the string checks live in core.strings.
 
-Every violation here is 400 invalid_body; route-specific rules belong to the routes.
+Every violation here is 400 invalid_body.
 """
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from itertools import accumulate
 from typing import Any
@@ -113,33 +111,8 @@ def decode_body(raw: bytes) -> dict:
 
 
 # ---------------------------------------------------------------------------
-# Items 7-9: declarative shapes.
+# Item 9: timestamps.
 
-
-@dataclass(frozen=True, slots=True)
-class _Scalar:
-    name: str
-
-
-STR = _Scalar("string")
-INT = _Scalar("int")
-BOOL = _Scalar("bool")
-TIMESTAMP = _Scalar("timestamp")
-# Only the JSON type is checked here; an invalid UUID is the route's own 400 code.
-UUID_STR = _Scalar("uuid")
-
-
-@dataclass(frozen=True, slots=True)
-class ArrayOf:
-    item: "Spec"
-
-
-@dataclass(frozen=True, slots=True)
-class Obj:
-    fields: Mapping[str, "Spec"]
-
-
-Spec = _Scalar | ArrayOf | Obj
 
 _TIMESTAMP_RE = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
@@ -176,54 +149,3 @@ def parse_timestamp(s: str) -> datetime | None:
     # OverflowError: year 1 or 9999 pushed out of range by the offset.
     except (ValueError, OverflowError):
         return None
-
-
-def _convert(value: Any, spec: Spec) -> Any:
-    if isinstance(spec, Obj):
-        if not isinstance(value, dict):
-            raise _invalid_body()
-        out = {}
-        for key, item in value.items():
-            field = spec.fields.get(key)  # exact, case-sensitive match
-            if field is None:
-                raise _invalid_body()
-            # null means omitted; a missing required field is the route's error.
-            if item is None:
-                continue
-            out[key] = _convert(item, field)
-        return out
-    if isinstance(spec, ArrayOf):
-        if not isinstance(value, list):
-            raise _invalid_body()
-        # An array element cannot be "omitted", so a null element is a type error.
-        if any(item is None for item in value):
-            raise _invalid_body()
-        return [_convert(item, spec.item) for item in value]
-    if spec is STR or spec is UUID_STR:
-        if not isinstance(value, str):
-            raise _invalid_body()
-        return value
-    if spec is INT:
-        # type() rather than isinstance(): bool is an int subclass and must not pass.
-        if type(value) is not int or not INT64_MIN <= value <= INT64_MAX:
-            raise _invalid_body()
-        return value
-    if spec is BOOL:
-        if type(value) is not bool:
-            raise _invalid_body()
-        return value
-    if spec is TIMESTAMP:
-        parsed = parse_timestamp(value) if isinstance(value, str) else None
-        if parsed is None:
-            raise _invalid_body()
-        return parsed
-    raise TypeError(f"unknown field spec {spec!r}")
-
-
-def check_shape(value: dict, shape: Obj) -> dict:
-    """Check a decoded body against a shape and return a new, converted dict.
-
-    Unknown fields and wrong JSON types raise ApiError(400, invalid_body). Fields sent as null
-    are left out of the result. TIMESTAMP values become aware UTC datetimes.
-    """
-    return _convert(value, shape)

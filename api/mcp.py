@@ -86,7 +86,7 @@ def input_schema(view_cls):
     """The tool's input schema: the route's request body schema from api.openapi, converted."""
     if view_cls.method != "POST":
         return dict(EMPTY_SCHEMA)
-    return _json_schema(openapi.request_schema(view_cls.shape, openapi.ROUTES[view_cls.op].rules))
+    return _json_schema(openapi.request_body_schema(view_cls.op))
 
 
 def tool_definition(tool):

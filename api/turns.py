@@ -1,25 +1,67 @@
-"""Validation of POST /v1/observations beyond shape (api.md §7.1): limits, roles and message groups."""
+"""The contract of POST /v1/observations (api.md §7.1): limits, roles and message groups, and the turn as the
+service takes it."""
 from core.closed_sets import ROLES
 from core.limits import MAX_SUBJECT_BYTES
-from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
+from core.strings import canonical_uuid, has_nul, utf8_len
 
+from .contract import Body, Integer, ListOf, Text, Timestamp, Uuid, rule_error
 from .errors import ApiError
-from .jsonbody import INT, STR, TIMESTAMP, UUID_STR, ArrayOf, Obj
 
 MAX_MESSAGES = 64
 MAX_MESSAGE_BYTES = 65_536
 MAX_TURN_BYTES = 262_144
 
-OBSERVATION_SHAPE = Obj({
-    "messages": ArrayOf(Obj({"role": STR, "content": STR, "group_ordinal": INT, "occurred_at": TIMESTAMP})),
-    "idempotency_key": UUID_STR,
-    "data_subject_id": STR,
-    "occurred_at": TIMESTAMP,
-})
+
+class TurnMessage(Body):
+    code = "invalid_turn"
+    role = Text(required=True, choices=ROLES)
+    content = Text(required=True, non_blank=True, max_bytes=MAX_MESSAGE_BYTES,
+                   description="at most 65,536 UTF-8 bytes, no U+0000")
+    group_ordinal = Integer(min_value=0, max_value=MAX_MESSAGES - 1, description=(
+        "on all messages or none; starts at 0, each next equals the previous or the previous + 1"))
+    occurred_at = Timestamp()
 
 
-def _invalid(message):
-    return ApiError(400, "invalid_turn", message)
+class ObservationRequest(Body):
+    code = "invalid_turn"
+    messages = ListOf(TurnMessage(), required=True, min_items=1, max_items=MAX_MESSAGES,
+                      description="total content at most 262,144 UTF-8 bytes")
+    idempotency_key = Uuid()
+    data_subject_id = Text(max_bytes=MAX_SUBJECT_BYTES,
+                           description="at most 1,024 UTF-8 bytes, no U+0000; \"\" means project-wide")
+    occurred_at = Timestamp()
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        messages = attrs["messages"]
+        explicit = "group_ordinal" in messages[0]
+        previous = None
+        for message in messages:
+            if ("group_ordinal" in message) != explicit:
+                raise rule_error()
+            if explicit:
+                group = message["group_ordinal"]
+                if (previous is None and group != 0) or (previous is not None and group not in (
+                        previous, previous + 1)):
+                    raise rule_error()
+                previous = group
+            elif message["role"] == "tool":  # a tool message needs the group of the call it answers
+                raise rule_error()
+        if sum(utf8_len(message["content"]) for message in messages) > MAX_TURN_BYTES:
+            raise rule_error()
+        return attrs
+
+    @classmethod
+    def cross_field_schema(cls):
+        # Only "on all or none" and "tool needs ordinals" can be stated; the ordinals' sequence rule and the total
+        # size are in the descriptions (OpenAPI 3.0 has no per-position item schemas).
+        return {"anyOf": [
+            {"properties": {"messages": {"type": "array", "items": {
+                "required": ["group_ordinal"], "properties": {"group_ordinal": {"type": "integer"}}}}}},
+            {"properties": {"messages": {"type": "array", "items": {"properties": {
+                "role": {"type": "string", "enum": [r for r in ROLES if r != "tool"]},
+                "group_ordinal": {"type": "integer", "nullable": True, "enum": [None]}}}}}}],
+            "description": "group_ordinal on every message or on none; a turn with a tool message gives them"}
 
 
 def subject_or_none(value, *, code):
@@ -32,50 +74,9 @@ def subject_or_none(value, *, code):
 
 
 def clean_turn(body):
-    """The validated turn: (messages with effective group_ordinal, subject, occurred_at, key)."""
-    messages = body.get("messages")
-    if not messages:
-        raise _invalid("a turn needs 1 to 64 messages")
-    if len(messages) > MAX_MESSAGES:
-        raise _invalid("a turn holds at most 64 messages")
-    explicit_groups = "group_ordinal" in messages[0]
-    total = 0
-    cleaned = []
-    previous_group = None
-    for ordinal, message in enumerate(messages):
-        role = message.get("role")
-        content = message.get("content")
-        if role not in ROLES:
-            raise _invalid("role is one of user, assistant, system, tool")
-        if content is None or is_blank(content):
-            raise _invalid("message content cannot be blank")
-        if has_nul(content):
-            raise _invalid("message content cannot contain NUL")
-        size = utf8_len(content)
-        if size > MAX_MESSAGE_BYTES:
-            raise _invalid("a message is at most 65536 bytes")
-        total += size
-        if ("group_ordinal" in message) != explicit_groups:
-            raise _invalid("give group_ordinal on all messages or on none")
-        if explicit_groups:
-            group = message["group_ordinal"]
-            expected_first = previous_group is None and group != 0
-            not_next = previous_group is not None and group not in (previous_group, previous_group + 1)
-            if expected_first or not_next:
-                raise _invalid("group ordinals start at 0 and grow by at most 1")
-            previous_group = group
-        else:
-            if role == "tool":
-                raise _invalid("turns containing tool messages require explicit group ordinals")
-            group = ordinal
-        cleaned.append({"role": role, "content": content, "group_ordinal": group,
-                        "occurred_at": message.get("occurred_at")})
-    if total > MAX_TURN_BYTES:
-        raise _invalid("a turn is at most 262144 bytes of content")
+    """The checked turn as the service takes it: (messages with effective group_ordinal, subject, occurred_at,
+    key); without explicit groups each message is its own group."""
+    messages = [{"role": m["role"], "content": m["content"], "group_ordinal": m.get("group_ordinal", ordinal),
+                 "occurred_at": m.get("occurred_at")} for ordinal, m in enumerate(body["messages"])]
     key = body.get("idempotency_key")
-    if key is not None:
-        key = canonical_uuid(key)
-        if key is None:
-            raise _invalid("idempotency_key must be a UUID")
-    subject = subject_or_none(body.get("data_subject_id"), code="invalid_turn")
-    return cleaned, subject, body.get("occurred_at"), key
+    return messages, body.get("data_subject_id") or None, body.get("occurred_at"), key and canonical_uuid(key)

@@ -1,10 +1,34 @@
 """The /v1 routes. Each view validates its body and calls one service or selector."""
+from rest_framework import serializers
+
 from formation.kick import kick_drain
 from memory import lexical_index, selectors, services
 from memory.embedding_kick import kick_follow
 
 from .base import Result, UnknownRouteView, V1View  # noqa: F401 - UnknownRouteView is routed in urls
-from .turns import OBSERVATION_SHAPE, clean_turn
+from .contract import RouteDoc
+from .turns import ObservationRequest, clean_turn
+
+
+class ObservationReceipt(serializers.Serializer):
+    id = serializers.UUIDField()
+    scope = serializers.CharField()
+    log_offset = serializers.IntegerField(min_value=0)
+
+
+class Rebuilding(serializers.Serializer):
+    reinterpreted_through = serializers.IntegerField(min_value=0, allow_null=True)
+    reinterpreting_through = serializers.IntegerField()
+    sources_acknowledged = serializers.IntegerField(min_value=0)
+    sources_skipped = serializers.IntegerField(min_value=0)
+
+
+class Freshness(serializers.Serializer):
+    scope = serializers.CharField()
+    stored = serializers.IntegerField(min_value=0, allow_null=True)
+    formed = serializers.IntegerField(min_value=0, allow_null=True)
+    parked = serializers.IntegerField(min_value=0)
+    rebuilding = Rebuilding(required=False)
 
 
 def _kick_after_store(project):
@@ -17,7 +41,12 @@ def _kick_after_store(project):
 
 class ObservationsView(V1View):
     op = "observe"
-    shape = OBSERVATION_SHAPE
+    request_body = ObservationRequest
+    response_body = ObservationReceipt
+    doc = RouteDoc("turns", "Store one conversation turn", success=201,
+                   errors={400: ["invalid_turn"], 409: ["idempotency_conflict"], 429: ["rate_limited"]},
+                   description="A replay of the same idempotency_key and fingerprint answers 201 with the original "
+                               "receipt.")
 
     def handle(self, caller, body):
         messages, subject, occurred_at, key = clean_turn(body)
@@ -33,6 +62,8 @@ class ObservationsView(V1View):
 class FreshnessView(V1View):
     op = "freshness"
     method = "GET"
+    response_body = Freshness
+    doc = RouteDoc("turns", "How far formation has caught up")
 
     def handle(self, caller, body):
         return Result(selectors.freshness(project=caller.project).as_dict())

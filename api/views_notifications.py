@@ -1,12 +1,73 @@
 """The four /v1 notification routes (api.md §7.9, docs/webhooks.md): thin views over notifications.services
 and notifications.selectors. With MEMOIR_NOTIFY_DESTINATIONS unset each answers 501 without reading the body."""
+from rest_framework import serializers
+
 from core.encoding import format_ts
 from core.strings import canonical_uuid
 from notifications import destinations, selectors, services
 
-from .base import EMPTY, Result, V1View
+from .base import Result, V1View
+from .contract import Body, Integer, RouteDoc, Text, Uuid
 from .errors import ApiError
-from .jsonbody import INT, STR, UUID_STR, Obj
+
+_NOTIFY_OFF = "With MEMOIR_NOTIFY_DESTINATIONS unset: 501 notifications_unavailable, the body unread."
+
+
+class NotificationRegisterRequest(Body):
+    code = "invalid_destination"
+    # The rest (https, an allowed host, a public address) is notifications.destinations', after the body.
+    url = Text(required=True, non_blank=True, max_bytes=destinations.MAX_URL_BYTES,
+               description="https, an allowed host, no credentials, a public address")
+
+
+class NotificationListRequest(Body):
+    pass  # no fields: any field is invalid_body
+
+
+class NotificationDisableRequest(Body):
+    code = "invalid_destination"
+    id = Uuid(required=True)
+
+
+class NotificationDeliveriesRequest(Body):
+    limit = Integer(description="0 or omitted means 20; clamped into [1, 100]")
+
+
+class NotificationEndpoint(serializers.Serializer):
+    id = serializers.UUIDField()
+    url = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    disabled_at = serializers.DateTimeField(required=False)
+
+
+class NotificationEndpointCreated(NotificationEndpoint):
+    secret = serializers.CharField()
+
+
+class NotificationEndpoints(serializers.Serializer):
+    endpoints = NotificationEndpoint(many=True)
+
+
+class NotificationDisabled(serializers.Serializer):
+    disabled = serializers.ChoiceField(choices=[True])
+
+
+class NotificationDelivery(serializers.Serializer):
+    id = serializers.UUIDField()
+    endpoint_id = serializers.UUIDField()
+    url = serializers.CharField()
+    formed_through = serializers.IntegerField()
+    stored_through = serializers.IntegerField()
+    attempts = serializers.IntegerField(min_value=0)
+    created_at = serializers.DateTimeField()
+    delivered_at = serializers.DateTimeField(required=False)
+    parked_at = serializers.DateTimeField(required=False)
+    last_status = serializers.IntegerField(required=False)
+    last_error = serializers.CharField(required=False)
+
+
+class NotificationDeliveries(serializers.Serializer):
+    deliveries = NotificationDelivery(many=True)
 
 
 def _endpoint(item):
@@ -41,19 +102,23 @@ class _NotificationsView(V1View):
 
 class NotificationsRegisterView(_NotificationsView):
     op = "notification.register"
-    shape = Obj({"url": STR})
+    request_body = NotificationRegisterRequest
+    response_body = NotificationEndpointCreated
+    doc = RouteDoc("notifications", "Register an HTTPS endpoint; its secret is shown once", description=_NOTIFY_OFF,
+                   errors={400: ["invalid_destination"], 409: ["invalid_destination"],
+                           501: ["notifications_unavailable"]})
 
     def serve(self, caller, body):
-        url = body.get("url")
-        if not url:
-            raise ApiError(400, "invalid_destination")
-        created = services.register_endpoint(project=caller.project, url=url, principal=caller.credential_id)
+        created = services.register_endpoint(project=caller.project, url=body["url"], principal=caller.credential_id)
         return Result({**_endpoint(created), "secret": created["secret"]}, magnitude=1, audited=True)
 
 
 class NotificationsListView(_NotificationsView):
     op = "notification.list"
-    shape = EMPTY
+    request_body = NotificationListRequest
+    response_body = NotificationEndpoints
+    doc = RouteDoc("notifications", "The project's endpoints, newest first", description=_NOTIFY_OFF,
+                   errors={501: ["notifications_unavailable"]})
 
     def serve(self, caller, body):
         endpoints = selectors.list_endpoints(project=caller.project)
@@ -62,20 +127,23 @@ class NotificationsListView(_NotificationsView):
 
 class NotificationsDisableView(_NotificationsView):
     op = "notification.disable"
-    shape = Obj({"id": UUID_STR})
+    request_body = NotificationDisableRequest
+    response_body = NotificationDisabled
+    doc = RouteDoc("notifications", "Disable an endpoint", description=_NOTIFY_OFF,
+                   errors={400: ["invalid_destination"], 404: ["not_found"], 501: ["notifications_unavailable"]})
 
     def serve(self, caller, body):
-        endpoint_id = canonical_uuid(body.get("id"))
-        if endpoint_id is None:
-            raise ApiError(400, "invalid_destination")
-        data = services.disable_endpoint(project=caller.project, endpoint_id=endpoint_id,
+        data = services.disable_endpoint(project=caller.project, endpoint_id=canonical_uuid(body["id"]),
                                          principal=caller.credential_id)
         return Result(data, magnitude=1, audited=True)
 
 
 class NotificationsDeliveriesView(_NotificationsView):
     op = "notification.deliveries"
-    shape = Obj({"limit": INT})
+    request_body = NotificationDeliveriesRequest
+    response_body = NotificationDeliveries
+    doc = RouteDoc("notifications", "Deliveries, newest first", description=_NOTIFY_OFF,
+                   errors={501: ["notifications_unavailable"]})
 
     def serve(self, caller, body):
         # 0 or omitted means the default page; anything else is clamped into [1, 100], never refused.

@@ -1,63 +1,201 @@
-"""The record mutation, feedback and entity purge routes (api.md §7.4–§7.6): body rules here, the work
-in formation.curation, formation.feedback and governance.purge, which write their own ledger rows."""
+"""The record mutation, feedback and entity purge routes (api.md §7.4–§7.6): each body's rules in its contract
+here, the work in formation.curation, formation.feedback and governance.purge, which write their own ledger rows.
+
+What a body cannot show (idempotency keys or record ids repeated within a batch, an unresolvable subject, a
+first-person record without a data_subject_id, too many evidence sources: 413 record_mutation_limit) is the
+services' to refuse."""
+from rest_framework import serializers
+
 from core.encoding import format_ts
 from core.limits import MAX_SUBJECT_BYTES
-from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
 from formation import curation, feedback
 from governance.purge import purge_entity
+from memory.vocabulary import PREDICATES
 
 from .base import Result, V1View
-from .errors import ApiError
-from .jsonbody import BOOL, INT, STR, TIMESTAMP, UUID_STR, ArrayOf, Obj
-from .turns import subject_or_none
+from .bodies import counts
+from .contract import Body, Boolean, Integer, ListOf, RouteDoc, Text, Timestamp, Uuid
 
-MAX_PREDICATE_BYTES = 128
 MAX_OBJECT_BYTES = 1_024
 MAX_STATEMENT_BYTES = 16_384
 MAX_REASON_BYTES = 1_024
 MAX_PAGE = 100
+# The vocabulary the migrations seed and formation.curation checks again (it is changed only by migrations).
+PREDICATE_NAMES = tuple(name for name, *_ in PREDICATES)
 
-ASSERT_SHAPE = Obj({"records": ArrayOf(Obj({
-    "idempotency_key": UUID_STR, "data_subject_id": STR, "subject": STR, "predicate": STR, "object": STR,
-    "statement": STR, "valid_from": TIMESTAMP,
-}))})
-CORRECT_SHAPE = Obj({"records": ArrayOf(Obj({
-    "id": UUID_STR, "expected_version": UUID_STR, "object": STR, "statement": STR, "valid_from": TIMESTAMP,
-}))})
-RETRACT_SHAPE = Obj({"records": ArrayOf(Obj({"id": UUID_STR, "expected_version": UUID_STR}))})
-FEEDBACK_RECORD_SHAPE = Obj({"record_id": UUID_STR, "note": STR, "proposed_object": STR})
-FEEDBACK_LIST_SHAPE = Obj({
-    "record_id": UUID_STR, "open_only": BOOL, "limit": INT,
-    "after": Obj({"recorded_at": TIMESTAMP, "id": UUID_STR}),
-})
-FEEDBACK_PROMOTE_SHAPE = Obj({"id": UUID_STR, "expected_version": UUID_STR})
-PURGE_SHAPE = Obj({"id": UUID_STR, "reason": STR, "confirm": BOOL})
+MUTATION = "invalid_record_mutation"
+FEEDBACK = "invalid_feedback"
 
 
-def _text(value, code, max_bytes):
-    """A required string: not blank, no NUL, 1..max_bytes UTF-8 bytes."""
-    if value is None or is_blank(value) or has_nul(value) or utf8_len(value) > max_bytes:
-        raise ApiError(400, code)
-    return value
+def _object(**kwargs):
+    return Text(max_bytes=MAX_OBJECT_BYTES, non_blank=True, **kwargs)
 
 
-def _uuid(value, code):
-    cleaned = canonical_uuid(value)
-    if cleaned is None:
-        raise ApiError(400, code)
-    return cleaned
+def _statement(**kwargs):
+    return Text(max_bytes=MAX_STATEMENT_BYTES, non_blank=True, **kwargs)
 
 
-def _records(body):
-    records = body.get("records")
-    if not records or len(records) > curation.MAX_BATCH:
-        raise ApiError(400, "invalid_record_mutation", "a batch holds 1 to 20 records")
-    return records
+def _batch(item):
+    return ListOf(item, required=True, min_items=1, max_items=curation.MAX_BATCH)
 
 
-def _target(record):
-    return {"id": _uuid(record.get("id"), "invalid_record_mutation"),
-            "expected_version": _uuid(record.get("expected_version"), "invalid_record_mutation")}
+class _Assertion(Body):
+    code = MUTATION
+    idempotency_key = Uuid(required=True, description="unique within the batch")
+    data_subject_id = Text(max_bytes=MAX_SUBJECT_BYTES, description=(
+        "at most 1,024 UTF-8 bytes, no U+0000; required for a speaker term"))
+    subject = Text(required=True, max_bytes=MAX_SUBJECT_BYTES, non_blank=True)
+    predicate = Text(required=True, choices=PREDICATE_NAMES, description="a vocabulary predicate")
+    object = _object(required=True)
+    statement = _statement(required=True)
+    valid_from = Timestamp()
+
+
+class RecordAssertRequest(Body):
+    code = MUTATION
+    records = _batch(_Assertion())
+
+
+class _Correction(Body):
+    code = MUTATION
+    id = Uuid(required=True)
+    expected_version = Uuid(required=True)
+    object = _object(required=True)
+    statement = _statement(required=True)
+    valid_from = Timestamp()
+
+
+class RecordCorrectRequest(Body):
+    code = MUTATION
+    records = _batch(_Correction())
+
+
+class _Retraction(Body):
+    code = MUTATION
+    id = Uuid(required=True)
+    expected_version = Uuid(required=True)
+
+
+class RecordRetractRequest(Body):
+    code = MUTATION
+    records = _batch(_Retraction())
+
+
+class FeedbackRecordRequest(Body):
+    code = FEEDBACK
+    record_id = Uuid(required=True)
+    note = _statement(required=True)
+    proposed_object = _object()
+
+
+class _FeedbackAfter(Body):
+    code = FEEDBACK
+    recorded_at = Timestamp(required=True)
+    id = Uuid(required=True)
+
+
+class FeedbackListRequest(Body):
+    code = FEEDBACK
+    record_id = Uuid()
+    open_only = Boolean()
+    limit = Integer(min_value=1, max_value=MAX_PAGE)
+    after = _FeedbackAfter()
+
+
+class FeedbackPromoteRequest(Body):
+    code = FEEDBACK
+    id = Uuid(required=True)
+    expected_version = Uuid(required=True, description="the record's version")
+
+
+class EntityPurgeRequest(Body):
+    code = MUTATION  # the purge route answers with the record mutations' code
+    id = Uuid(required=True)
+    reason = Text(required=True, max_bytes=MAX_REASON_BYTES, non_blank=True)
+    confirm = Boolean()
+
+
+# Success bodies.
+
+
+class AssertedRecord(serializers.Serializer):
+    id = serializers.UUIDField()
+    version = serializers.UUIDField()
+    source_observation_id = serializers.UUIDField()
+    replayed = serializers.BooleanField()
+
+
+class Asserted(serializers.Serializer):
+    records = AssertedRecord(many=True)
+
+
+class CorrectedRecord(serializers.Serializer):
+    original_id = serializers.UUIDField()
+    id = serializers.UUIDField()
+    version = serializers.UUIDField()
+    source_observation_id = serializers.UUIDField()
+
+
+class Corrected(serializers.Serializer):
+    records = CorrectedRecord(many=True)
+
+
+class RetractedRecord(serializers.Serializer):
+    id = serializers.UUIDField()
+    version = serializers.UUIDField()
+    operation_id = serializers.UUIDField()
+    principal_id = serializers.CharField()
+    retracted_at = serializers.DateTimeField()
+    replacement_source_observation_id = serializers.UUIDField(required=False)
+    replacement_record_id = serializers.UUIDField(required=False)
+
+
+class Retracted(serializers.Serializer):
+    records = RetractedRecord(many=True)
+
+
+class Feedback(serializers.Serializer):
+    id = serializers.UUIDField()
+    record_id = serializers.UUIDField()
+    note = serializers.CharField()
+    recorded_by = serializers.CharField()
+    recorded_at = serializers.DateTimeField()
+    proposed_object = serializers.CharField(required=False)
+    promoted_by = serializers.CharField(required=False)
+    promoted_at = serializers.DateTimeField(required=False)
+    replacement_record_id = serializers.UUIDField(required=False)
+
+
+class FeedbackCursor(serializers.Serializer):
+    recorded_at = serializers.DateTimeField()
+    id = serializers.UUIDField()
+
+
+class FeedbackList(serializers.Serializer):
+    feedback = Feedback(many=True)
+    next = FeedbackCursor(required=False)
+
+
+class Promoted(serializers.Serializer):
+    id = serializers.UUIDField()
+    record_id = serializers.UUIDField()
+    operation = serializers.ChoiceField(choices=["record.correct", "record.retract"])
+    version = serializers.UUIDField()
+    promoted_at = serializers.DateTimeField()
+    replacement_record_id = serializers.UUIDField(required=False)
+
+
+class Purge(serializers.Serializer):
+    entity_id = serializers.UUIDField()
+    canonical_name = serializers.CharField()
+    reason = serializers.CharField()
+    previewed = serializers.BooleanField()
+    removed = counts()
+    residual = counts()
+    contributing_subjects = serializers.IntegerField(min_value=0)
+    claims_from_unattributed_turns = serializers.IntegerField(min_value=0)
+    source_turns_kept = serializers.IntegerField(min_value=0)
+    completed_at = serializers.DateTimeField()
 
 
 def _drop_empty(data, *keys):
@@ -70,46 +208,43 @@ def _drop_empty(data, *keys):
 
 class RecordsAssertView(V1View):
     op = "record.assert"
-    shape = ASSERT_SHAPE
+    request_body = RecordAssertRequest
+    response_body = Asserted
+    doc = RouteDoc("records", "Curate new records (all or nothing)",
+                   errors={400: [MUTATION], 409: ["idempotency_conflict", "record_conflict"]})
 
     def handle(self, caller, body):
-        code = "invalid_record_mutation"
-        items = [{
-            "idempotency_key": _uuid(r.get("idempotency_key"), code),
-            "data_subject_id": subject_or_none(r.get("data_subject_id"), code=code),
-            "subject": _text(r.get("subject"), code, MAX_SUBJECT_BYTES),
-            "predicate": _text(r.get("predicate"), code, MAX_PREDICATE_BYTES),
-            "object": _text(r.get("object"), code, MAX_OBJECT_BYTES),
-            "statement": _text(r.get("statement"), code, MAX_STATEMENT_BYTES),
-            "valid_from": r.get("valid_from"),
-        } for r in _records(body)]
+        # "" names no subject: the record is project-wide.
+        items = [{**r, "data_subject_id": r.get("data_subject_id") or None, "valid_from": r.get("valid_from")}
+                 for r in body["records"]]
         out = curation.assert_records(caller=caller, items=items)
         return Result({"records": out}, audited=True)
 
 
 class RecordsCorrectView(V1View):
     op = "record.correct"
-    shape = CORRECT_SHAPE
+    request_body = RecordCorrectRequest
+    response_body = Corrected
+    doc = RouteDoc("records", "Replace the object of current records",
+                   errors={400: [MUTATION], 404: ["not_found"], 409: ["record_conflict"],
+                           413: ["record_mutation_limit"]})
 
     def handle(self, caller, body):
-        code = "invalid_record_mutation"
-        items = [{
-            **_target(r),
-            "object": _text(r.get("object"), code, MAX_OBJECT_BYTES),
-            "statement": _text(r.get("statement"), code, MAX_STATEMENT_BYTES),
-            "valid_from": r.get("valid_from"),
-        } for r in _records(body)]
+        items = [{**r, "valid_from": r.get("valid_from")} for r in body["records"]]
         out = curation.correct_records(caller=caller, items=items)
         return Result({"records": out}, audited=True)
 
 
 class RecordsRetractView(V1View):
     op = "record.retract"
-    shape = RETRACT_SHAPE
+    request_body = RecordRetractRequest
+    response_body = Retracted
+    doc = RouteDoc("records", "Retract current records",
+                   errors={400: [MUTATION], 404: ["not_found"], 409: ["record_conflict"],
+                           413: ["record_mutation_limit"]})
 
     def handle(self, caller, body):
-        items = [_target(r) for r in _records(body)]
-        out = curation.retract_records(caller=caller, items=items)
+        out = curation.retract_records(caller=caller, items=body["records"])
         records = [{"id": r["id"], "version": r["version"], "operation_id": r["operation_id"],
                     "principal_id": r["principal_id"], "retracted_at": format_ts(r["retracted_at"])} for r in out]
         return Result({"records": records}, audited=True)
@@ -124,38 +259,28 @@ def _feedback_object(item):
 
 class FeedbackRecordView(V1View):
     op = "feedback.record"
-    shape = FEEDBACK_RECORD_SHAPE
+    request_body = FeedbackRecordRequest
+    response_body = Feedback
+    doc = RouteDoc("feedback", "Report a problem with a record", errors={400: [FEEDBACK], 404: ["not_found"]})
 
     def handle(self, caller, body):
-        code = "invalid_feedback"
-        record_id = _uuid(body.get("record_id"), code)
-        note = _text(body.get("note"), code, MAX_STATEMENT_BYTES)
-        proposed = body.get("proposed_object")
-        if proposed is not None:
-            proposed = _text(proposed, code, MAX_OBJECT_BYTES)
-        item = feedback.record_feedback(caller=caller, record_id=record_id, note=note, proposed_object=proposed)
+        item = feedback.record_feedback(caller=caller, record_id=body["record_id"], note=body["note"],
+                                        proposed_object=body.get("proposed_object"))
         return Result(_feedback_object(item), audited=True)
 
 
 class FeedbackListView(V1View):
     op = "feedback.list"
-    shape = FEEDBACK_LIST_SHAPE
+    request_body = FeedbackListRequest
+    response_body = FeedbackList
+    doc = RouteDoc("feedback", "Feedback, newest first", errors={400: [FEEDBACK]})
 
     def handle(self, caller, body):
-        code = "invalid_feedback"
-        record_id = body.get("record_id")
-        if record_id is not None:
-            record_id = _uuid(record_id, code)
-        limit = body.get("limit", feedback.DEFAULT_PAGE)
-        if not 1 <= limit <= MAX_PAGE:
-            raise ApiError(400, code)
         after = body.get("after")
-        if after is not None:
-            if "recorded_at" not in after or "id" not in after:
-                raise ApiError(400, code)
-            after = (after["recorded_at"], _uuid(after["id"], code))
-        items, following = feedback.list_feedback(project=caller.project, record_id=record_id,
-                                                  open_only=body.get("open_only", False), limit=limit, after=after)
+        items, following = feedback.list_feedback(
+            project=caller.project, record_id=body.get("record_id"), open_only=body.get("open_only", False),
+            limit=body.get("limit", feedback.DEFAULT_PAGE),
+            after=(after["recorded_at"], after["id"]) if after is not None else None)
         data = {"feedback": [_feedback_object(item) for item in items]}
         if following is not None:
             data["next"] = {"recorded_at": format_ts(following[0]), "id": following[1]}
@@ -164,24 +289,28 @@ class FeedbackListView(V1View):
 
 class FeedbackPromoteView(V1View):
     op = "feedback.promote"
-    shape = FEEDBACK_PROMOTE_SHAPE
+    request_body = FeedbackPromoteRequest
+    response_body = Promoted
+    doc = RouteDoc("feedback", "Apply feedback as a correction or a retraction",
+                   errors={400: [FEEDBACK], 404: ["not_found"],
+                           409: ["feedback_already_promoted", "record_conflict"], 413: ["record_mutation_limit"]})
 
     def handle(self, caller, body):
-        code = "invalid_feedback"
-        out = feedback.promote_feedback(caller=caller, feedback_id=_uuid(body.get("id"), code),
-                                        expected_version=_uuid(body.get("expected_version"), code))
+        out = feedback.promote_feedback(caller=caller, feedback_id=body["id"],
+                                        expected_version=body["expected_version"])
         out["promoted_at"] = format_ts(out["promoted_at"])
         return Result(_drop_empty(out, "replacement_record_id"), audited=True)
 
 
 class EntitiesPurgeView(V1View):
     op = "entity.purge"
-    shape = PURGE_SHAPE
+    request_body = EntityPurgeRequest
+    response_body = Purge
+    doc = RouteDoc("entities", "Purge a named entity (a dry run unless confirm is true)",
+                   errors={400: [MUTATION], 404: ["not_found"]})
 
     def handle(self, caller, body):
-        code = "invalid_record_mutation"
-        entity_id = _uuid(body.get("id"), code)
-        reason = _text(body.get("reason"), code, MAX_REASON_BYTES)
-        out = purge_entity(caller=caller, entity_id=entity_id, reason=reason, confirm=body.get("confirm") is True)
+        out = purge_entity(caller=caller, entity_id=body["id"], reason=body["reason"],
+                           confirm=body.get("confirm") is True)
         out["completed_at"] = format_ts(out["completed_at"])
         return Result(out, audited=True)

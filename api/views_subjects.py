@@ -1,12 +1,81 @@
 """The /v1 subjects and artifacts routes (api.md §7.7): thin views over
 governance.subjects and governance.artifacts (the notification routes live in api/views_notifications.py)."""
 import base64
+import re
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
 
 from core.encoding import format_ts
+from core.limits import MAX_SUBJECT_BYTES
 from governance import artifacts, subjects
 
 from .base import Result, V1View
-from .jsonbody import INT, STR, UUID_STR, Obj
+from .bodies import IdCursor
+from .contract import Body, Integer, RouteDoc, Text, Uuid, WireField, shape_error
+
+MAX_LABEL_BYTES = 256
+
+
+def _reference(**kwargs):
+    return Text(max_bytes=MAX_SUBJECT_BYTES, empty_or_non_blank=True, **kwargs)
+
+
+def _label(**kwargs):
+    return Text(max_bytes=MAX_LABEL_BYTES, empty_or_non_blank=True, **kwargs)
+
+
+def _page_limit():
+    return Integer(min_value=0, max_value=100, description="0 or omitted means 20")
+
+
+class SubjectRegisterRequest(Body):
+    code = "invalid_subject"
+    idempotency_key = Uuid(required=True)
+    external_reference = _reference(description="\"\" is omitted; otherwise non-blank, at most 1,024 UTF-8 bytes")
+    label = _label(description="\"\" is omitted; otherwise non-blank, at most 256 UTF-8 bytes")
+
+
+class SubjectGetRequest(Body):
+    code = "invalid_subject"
+    one_of = (("id", "external_reference"),)
+    id = Uuid(empty_ok=True)
+    external_reference = _reference()
+
+
+class SubjectListRequest(Body):
+    code = "invalid_subject"
+    after = Uuid(empty_ok=True)
+    limit = _page_limit()
+
+
+class SubjectUpdateRequest(Body):
+    code = "invalid_subject"
+    id = Uuid(required=True)
+    expected_version = Uuid(required=True)
+    external_reference = _reference(description="omitted or \"\" clears it")
+    label = _label(description="omitted or \"\" clears it")
+
+
+class Subject(serializers.Serializer):
+    id = serializers.UUIDField()
+    version = serializers.UUIDField()
+    external_reference = serializers.CharField(required=False, help_text="omitted when empty")
+    label = serializers.CharField()
+    updated_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    inactive_after = serializers.DateTimeField(allow_null=True)
+
+
+class SubjectReplayed(Subject):
+    replayed = serializers.BooleanField()
+
+
+class SubjectList(serializers.Serializer):
+    subjects = Subject(many=True)
+    next = IdCursor(required=False)
 
 
 def subject_payload(subject, *, replayed=None):
@@ -48,7 +117,10 @@ def artifact_payload(artifact, *, replayed=None, with_content=False):
 
 class SubjectsRegisterView(V1View):
     op = "subject.register"
-    shape = Obj({"idempotency_key": UUID_STR, "external_reference": STR, "label": STR})
+    request_body = SubjectRegisterRequest
+    response_body = SubjectReplayed
+    doc = RouteDoc("subjects", "Register a data subject (idempotent)",
+                   errors={400: ["invalid_subject"], 404: ["not_found"], 409: ["subject_conflict"]})
 
     def handle(self, caller, body):
         subject, replayed = subjects.register_subject(
@@ -60,7 +132,10 @@ class SubjectsRegisterView(V1View):
 
 class SubjectsGetView(V1View):
     op = "subject.get"
-    shape = Obj({"id": UUID_STR, "external_reference": STR})
+    request_body = SubjectGetRequest
+    response_body = Subject
+    doc = RouteDoc("subjects", "One subject by id or by external reference",
+                   errors={400: ["invalid_subject"], 404: ["not_found"]})
 
     def handle(self, caller, body):
         subject = subjects.get_subject(project=caller.project, subject_id=body.get("id"),
@@ -70,7 +145,9 @@ class SubjectsGetView(V1View):
 
 class SubjectsListView(V1View):
     op = "subject.list"
-    shape = Obj({"after": UUID_STR, "limit": INT})
+    request_body = SubjectListRequest
+    response_body = SubjectList
+    doc = RouteDoc("subjects", "Subjects in id order", errors={400: ["invalid_subject"]})
 
     def handle(self, caller, body):
         page, next_id = subjects.list_subjects(project=caller.project, after=body.get("after"),
@@ -83,7 +160,10 @@ class SubjectsListView(V1View):
 
 class SubjectsUpdateView(V1View):
     op = "subject.update"
-    shape = Obj({"id": UUID_STR, "expected_version": UUID_STR, "external_reference": STR, "label": STR})
+    request_body = SubjectUpdateRequest
+    response_body = SubjectReplayed
+    doc = RouteDoc("subjects", "Replace a subject's reference and label",
+                   errors={400: ["invalid_subject"], 404: ["not_found"], 409: ["subject_conflict"]})
 
     def handle(self, caller, body):
         subject, replayed = subjects.update_subject(
@@ -93,10 +173,121 @@ class SubjectsUpdateView(V1View):
         return Result(subject_payload(subject, replayed=replayed), audited=True)
 
 
+# Artifacts. Every broken rule is invalid_artifact; governance.artifacts checks them all again for its other callers.
+
+# Canonical standard base64 with padding: the character before "==" or "=" leaves its unused bits zero, as the
+# service insists (it compares the text with the re-encoding of its bytes).
+_BASE64 = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$"
+_BASE64_RE = re.compile(_BASE64)
+# Four characters carry three bytes. 524,288 = 3 × 174,762 + 2, so unpadded text holds at most 699,048 characters
+# (524,286 bytes), and a last quad of one or two bytes, which ends in "=", takes it to 699,052.
+_UNPADDED_MAX_CHARS = artifacts.MAX_CONTENT_BYTES // 3 * 4
+_MAX_CONTENT_CHARS = _UNPADDED_MAX_CHARS + 4
+
+
+class Base64Content(WireField):
+    """Artifact content: canonical standard base64 with padding ("" is no bytes), at most 524,288 bytes decoded."""
+
+    def convert(self, data):
+        if not isinstance(data, str):
+            raise shape_error()
+        return data
+
+    def check(self, value):
+        # fullmatch: re's "$" also matches before a final newline, JSON Schema's does not.
+        if len(value) > _MAX_CONTENT_CHARS or _BASE64_RE.fullmatch(value) is None:
+            self.refuse()
+        if len(value) > _UNPADDED_MAX_CHARS and not value.endswith("="):
+            self.refuse()
+
+    def openapi(self):
+        return {"type": "string", "pattern": _BASE64, "maxLength": _MAX_CONTENT_CHARS,
+                "anyOf": [{"maxLength": _UNPADDED_MAX_CHARS}, {"pattern": "=$"}]}
+
+
+def _subject_filter():
+    return Text(max_bytes=MAX_SUBJECT_BYTES, empty_or_non_blank=True)
+
+
+class ArtifactPutRequest(Body):
+    code = "invalid_artifact"
+    id = Uuid(required=True)
+    data_subject_id = Text(required=True, non_blank=True, max_bytes=MAX_SUBJECT_BYTES,
+                           description="at most 1,024 UTF-8 bytes, no U+0000")
+    kind = Text(required=True, choices=artifacts.KINDS)
+    name = Text(max_bytes=artifacts.MAX_NAME_BYTES, empty_or_non_blank=True,
+                description="\"\" by default; otherwise non-blank, at most 256 UTF-8 bytes")
+    content = Base64Content(required=True,
+                            description="canonical standard base64 with padding, at most 524,288 decoded bytes")
+    expected_version = Uuid(empty_ok=True,
+                            description="omitted: unconditional (last write wins); given: compare-and-set")
+
+
+class ArtifactGetRequest(Body):
+    code = "invalid_artifact"
+    id = Uuid(required=True)
+    data_subject_id = _subject_filter()
+
+
+class ArtifactListRequest(Body):
+    code = "invalid_artifact"
+    kind = Text(choices=("", *artifacts.KINDS))
+    name_prefix = Text(max_bytes=artifacts.MAX_NAME_BYTES, description="a literal prefix")
+    data_subject_id = _subject_filter()
+    after = Uuid(empty_ok=True)
+    limit = _page_limit()
+
+
+class ArtifactDeleteRequest(Body):
+    code = "invalid_artifact"
+    id = Uuid(required=True)
+    expected_version = Uuid(empty_ok=True, description="omitted: delete whatever version is current")
+    data_subject_id = _subject_filter()
+
+
+@extend_schema_field(OpenApiTypes.BYTE)
+class _Base64Field(serializers.CharField):
+    pass
+
+
+class Artifact(serializers.Serializer):
+    id = serializers.UUIDField()
+    version = serializers.UUIDField()
+    data_subject_id = serializers.CharField()
+    kind = serializers.ChoiceField(choices=artifacts.KINDS)
+    name = serializers.CharField()
+    source_observation_id = serializers.UUIDField()
+    bytes = serializers.IntegerField(min_value=0)
+    authored_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
+class ArtifactPut(Artifact):
+    replayed = serializers.BooleanField()
+
+
+class ArtifactContent(Artifact):
+    content = _Base64Field()
+
+
+class ArtifactList(serializers.Serializer):
+    artifacts = Artifact(many=True)
+    next = IdCursor(required=False)
+
+
+class Deleted(serializers.Serializer):
+    deleted = serializers.ChoiceField(choices=[True])
+
+
 class ArtifactsPutView(V1View):
     op = "artifact.put"
-    shape = Obj({"id": UUID_STR, "data_subject_id": STR, "kind": STR, "name": STR, "content": STR,
-                 "expected_version": UUID_STR})
+    request_body = ArtifactPutRequest
+    response_body = ArtifactPut
+    doc = RouteDoc("artifacts", "Create, update or replay an artifact",
+                   errors={400: ["invalid_artifact"], 404: ["not_found"], 409: ["artifact_conflict"],
+                           429: ["storage_capacity"]})
 
     def handle(self, caller, body):
         artifact, replayed = artifacts.put_artifact(
@@ -108,7 +299,10 @@ class ArtifactsPutView(V1View):
 
 class ArtifactsGetView(V1View):
     op = "artifact.get"
-    shape = Obj({"id": UUID_STR, "data_subject_id": STR})
+    request_body = ArtifactGetRequest
+    response_body = ArtifactContent
+    doc = RouteDoc("artifacts", "One artifact with its content",
+                   errors={400: ["invalid_artifact"], 404: ["not_found"]})
 
     def handle(self, caller, body):
         artifact = artifacts.get_artifact(project=caller.project, artifact_id=body.get("id"),
@@ -118,7 +312,9 @@ class ArtifactsGetView(V1View):
 
 class ArtifactsListView(V1View):
     op = "artifact.list"
-    shape = Obj({"kind": STR, "name_prefix": STR, "data_subject_id": STR, "after": UUID_STR, "limit": INT})
+    request_body = ArtifactListRequest
+    response_body = ArtifactList
+    doc = RouteDoc("artifacts", "Artifacts in id order", errors={400: ["invalid_artifact"]})
 
     def handle(self, caller, body):
         page, next_id = artifacts.list_artifacts(
@@ -132,7 +328,10 @@ class ArtifactsListView(V1View):
 
 class ArtifactsDeleteView(V1View):
     op = "artifact.delete"
-    shape = Obj({"id": UUID_STR, "expected_version": UUID_STR, "data_subject_id": STR})
+    request_body = ArtifactDeleteRequest
+    response_body = Deleted
+    doc = RouteDoc("artifacts", "Delete an artifact (at its current version when one is given)",
+                   errors={400: ["invalid_artifact"], 404: ["not_found"], 409: ["artifact_conflict"]})
 
     def handle(self, caller, body):
         artifacts.delete_artifact(

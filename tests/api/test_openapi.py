@@ -1,5 +1,5 @@
 """The OpenAPI document (api.md §7.10): the checked-in copy is what the code generates, every /v1 route is
-in it with a request schema taken from its `shape`, real responses conform to it, GET /v1/schema serves it
+in it with a request schema taken from its contract Body, real responses conform to it, GET /v1/schema serves it
 without a credential or a ledger row, and the API refuses to start when a route's op is not in the ledger's
 closed list (data-model.md §6)."""
 import json
@@ -17,10 +17,9 @@ from django.db import connection
 from django.test import Client, override_settings
 from openapi_spec_validator import validate
 
-from api import openapi
+from api import contract, openapi
 from api.apps import check_route_ops, route_views
 from api.base import UnknownRouteView, V1View
-from api.jsonbody import BOOL, INT, STR, ArrayOf, Obj
 from core.audit import OPERATIONS
 from formation.driver import drain
 from formation.rules import RulesProposer
@@ -88,11 +87,13 @@ def test_every_v1_route_is_documented_with_its_op_and_method(document):
 
 
 def _shape_names(spec):
-    """The field tree of a shape: {name: subtree}, arrays as {"[]": subtree}, scalars as None."""
-    if isinstance(spec, Obj):
+    """The field tree of a contract body: {name: subtree}, arrays as {"[]": subtree}, scalars as None."""
+    if isinstance(spec, type) and issubclass(spec, contract.Body):
+        spec = spec()
+    if isinstance(spec, contract.Body):
         return {name: _shape_names(field) for name, field in spec.fields.items()}
-    if isinstance(spec, ArrayOf):
-        return {"[]": _shape_names(spec.item)}
+    if isinstance(spec, contract.ListOf):
+        return {"[]": _shape_names(spec.child)}
     return None
 
 
@@ -112,26 +113,10 @@ def test_request_bodies_are_the_view_shapes(document):
             assert "requestBody" not in operation
             continue
         schema = operation["requestBody"]["content"]["application/json"]["schema"]
-        assert _schema_names(schema) == _shape_names(cls.shape), path
+        assert _schema_names(schema) == _shape_names(cls.request_body), path
         # null means omitted: exactly the fields that are not required accept it.
         for name, sub in schema["properties"].items():
             assert sub.get("nullable", False) == (name not in schema.get("required", ())), (path, name)
-
-
-def test_the_converter_maps_types_and_refuses_rules_for_missing_fields():
-    shape = Obj({"a": STR, "n": INT, "b": BOOL, "items": ArrayOf(Obj({"x": STR}))})
-    schema = openapi.request_schema(shape, {"": {"required": ["a"]}, "items[].x": {"maxLength": 3}})
-    assert schema["required"] == ["a"]
-    assert schema["properties"]["a"] == {"type": "string"}
-    assert schema["properties"]["n"]["type"] == "integer" and schema["properties"]["n"]["nullable"] is True
-    assert schema["properties"]["n"]["maximum"] == 2**63 - 1
-    assert schema["properties"]["b"] == {"type": "boolean", "nullable": True}
-    assert schema["properties"]["items"]["items"]["properties"]["x"] == {
-        "type": "string", "maxLength": 3, "nullable": True}
-    with pytest.raises(ValueError, match="items\\[\\].y"):
-        openapi.request_schema(shape, {"items[].y": {"maxLength": 3}})
-    with pytest.raises(ValueError, match="required"):
-        openapi.request_schema(shape, {"": {"required": ["nope"]}})
 
 
 def test_every_documented_error_uses_the_one_error_shape(document):
@@ -363,7 +348,7 @@ def test_real_responses_conform_to_the_document(document, new_project):
     api.call("/records/assert", {"records": []}, expect=400)
     # Every route with a success answer in v1 was answered successfully at least once and conformed.
     ok = {path for path, status in api.seen if status < 300}
-    unavailable = {path for path, _, cls in _routes() if openapi.ROUTES[cls.op].success is None}
+    unavailable = {path for path, _, cls in _routes() if cls.doc.success is None}
     assert ok == {path[len("/v1"):] for path, _, _ in _routes()} - {p[len("/v1"):] for p in unavailable}
 
 

@@ -1,27 +1,15 @@
-"""Unit tests for api.jsonbody: every invalid_body case of api.md §3 and the route helpers.
-
-Pure Python, no database and no Django settings.
-"""
+"""Unit tests for api.jsonbody and the type layer of api.contract: every invalid_body case of api.md §3 and the
+route helpers."""
 
 import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from api import contract
+from api.contract import Body, Boolean, Integer, ListOf, Text, Timestamp
 from api.errors import ApiError
-from api.jsonbody import (
-    BOOL,
-    INT,
-    MAX_BODY_BYTES,
-    STR,
-    TIMESTAMP,
-    UUID_STR,
-    ArrayOf,
-    Obj,
-    check_shape,
-    decode_body,
-    parse_timestamp,
-)
+from api.jsonbody import MAX_BODY_BYTES, decode_body, parse_timestamp
 from core.strings import canonical_uuid, has_nul, is_blank, utf8_len
 from core.text import WHITE_SPACE
 
@@ -33,7 +21,12 @@ def assert_invalid_body(raw: bytes) -> None:
     assert info.value.message == "the request body could not be read"
 
 
-def assert_shape_refused(value: dict, shape: Obj) -> None:
+def check_shape(value, shape):
+    """The type layer alone: a contract whose fields carry no rules (TURN and PAGE below)."""
+    return contract.validate(shape, value)
+
+
+def assert_shape_refused(value: dict, shape: type[Body]) -> None:
     with pytest.raises(ApiError) as info:
         check_shape(value, shape)
     assert (info.value.status, info.value.code) == (400, "invalid_body")
@@ -243,24 +236,28 @@ def test_huge_float_is_just_a_float():
 
 # --- §3 items 7-9: shapes --------------------------------------------------------------------
 
-TURN = Obj(
-    {
-        "messages": ArrayOf(
-            Obj(
-                {
-                    "role": STR,
-                    "content": STR,
-                    "group_ordinal": INT,
-                    "occurred_at": TIMESTAMP,
-                }
-            )
-        ),
-        "idempotency_key": UUID_STR,
-        "data_subject_id": STR,
-        "occurred_at": TIMESTAMP,
-    }
-)
-PAGE = Obj({"limit": INT, "after": Obj({"id": UUID_STR}), "flag": BOOL})
+class _Message(Body):
+    role = Text(nul_ok=True)
+    content = Text(nul_ok=True)
+    group_ordinal = Integer()
+    occurred_at = Timestamp()
+
+
+class TURN(Body):
+    messages = ListOf(_Message())
+    idempotency_key = Text(nul_ok=True)  # the type only: a UUID's spelling is a route rule
+    data_subject_id = Text(nul_ok=True)
+    occurred_at = Timestamp()
+
+
+class _After(Body):
+    id = Text(nul_ok=True)
+
+
+class PAGE(Body):
+    limit = Integer()
+    after = _After()
+    flag = Boolean()
 
 
 def test_shape_accepts_and_converts():
