@@ -1,34 +1,19 @@
 """The /v1 routes. Each view validates its body and calls one service or selector."""
-from rest_framework import serializers
-
 from formation.kick import kick_drain
 from memory import lexical_index, selectors, services
 from memory.embedding_kick import kick_follow
 
 from .base import Result, UnknownRouteView, V1View  # noqa: F401 - UnknownRouteView is routed in urls
+from .bodies import answer, count, integer, nullable, text, uuid
 from .contract import RouteDoc
 from .turns import ObservationRequest, clean_turn
 
-
-class ObservationReceipt(serializers.Serializer):
-    id = serializers.UUIDField()
-    scope = serializers.CharField()
-    log_offset = serializers.IntegerField(min_value=0)
-
-
-class Rebuilding(serializers.Serializer):
-    reinterpreted_through = serializers.IntegerField(min_value=0, allow_null=True)
-    reinterpreting_through = serializers.IntegerField()
-    sources_acknowledged = serializers.IntegerField(min_value=0)
-    sources_skipped = serializers.IntegerField(min_value=0)
-
-
-class Freshness(serializers.Serializer):
-    scope = serializers.CharField()
-    stored = serializers.IntegerField(min_value=0, allow_null=True)
-    formed = serializers.IntegerField(min_value=0, allow_null=True)
-    parked = serializers.IntegerField(min_value=0)
-    rebuilding = Rebuilding(required=False)
+ObservationReceipt = answer("ObservationReceipt", {"id": uuid(), "scope": text(), "log_offset": count()})
+Rebuilding = answer("Rebuilding", {"reinterpreted_through": nullable(count()), "reinterpreting_through": integer(),
+                                   "sources_acknowledged": count(), "sources_skipped": count()})
+Freshness = answer("Freshness", {"scope": text(), "stored": nullable(count()), "formed": nullable(count()),
+                                 "parked": count()},
+                   {"rebuilding": Rebuilding})
 
 
 def _kick_after_store(project):

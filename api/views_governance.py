@@ -12,7 +12,7 @@ from core.strings import is_blank
 from governance import erasure, export
 
 from .base import Result, V1View
-from .bodies import counts
+from .bodies import answer, counts, flag, listing, text, uuid, when
 from .contract import BLANK, Body, ListOf, RouteDoc, Text, Uuid, rule_error
 
 
@@ -65,15 +65,11 @@ class ExportRequest(_SelectorBody):
     code = "invalid_export"
 
 
-class Erasure(serializers.Serializer):
-    request_id = serializers.UUIDField()
-    scope = serializers.CharField()
-    data_subject_id = serializers.CharField()
-    completed_at = serializers.DateTimeField()
-    deleted = counts()
-    residual = counts()
-    clean = serializers.BooleanField()
-    source_observation_ids = serializers.ListField(child=serializers.UUIDField(), required=False)
+Erasure = answer(
+    "Erasure",
+    {"request_id": uuid(), "scope": text(), "data_subject_id": text(), "completed_at": when(), "deleted": counts(),
+     "residual": counts(), "clean": flag()},
+    {"source_observation_ids": listing(uuid())})  # when the request named source turns
 
 
 @extend_schema_field({"type": "object"})
@@ -81,12 +77,11 @@ class _Row(serializers.DictField):
     """One database row as JSON: its columns are the table's."""
 
 
-class Export(serializers.Serializer):
-    scope = serializers.CharField()
-    data_subject_id = serializers.CharField()
-    sections = serializers.DictField(child=serializers.ListField(child=_Row()))
-    rows = counts()
-    source_observation_ids = serializers.ListField(child=serializers.UUIDField(), required=False)
+Export = answer(
+    "Export",
+    {"scope": text(), "data_subject_id": text(), "sections": serializers.DictField(child=listing(_Row())),
+     "rows": counts()},
+    {"source_observation_ids": listing(uuid())})
 
 
 class ErasuresView(V1View):

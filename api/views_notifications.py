@@ -7,6 +7,7 @@ from core.strings import canonical_uuid
 from notifications import destinations, selectors, services
 
 from .base import Result, V1View
+from .bodies import answer, choice, count, integer, text, uuid, when
 from .contract import Body, Integer, RouteDoc, Text, Uuid
 from .errors import ApiError
 
@@ -33,41 +34,20 @@ class NotificationDeliveriesRequest(Body):
     limit = Integer(description="0 or omitted means 20; clamped into [1, 100]")
 
 
-class NotificationEndpoint(serializers.Serializer):
-    id = serializers.UUIDField()
-    url = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    disabled_at = serializers.DateTimeField(required=False)
-
-
-class NotificationEndpointCreated(NotificationEndpoint):
-    secret = serializers.CharField()
-
-
-class NotificationEndpoints(serializers.Serializer):
-    endpoints = NotificationEndpoint(many=True)
-
-
-class NotificationDisabled(serializers.Serializer):
-    disabled = serializers.ChoiceField(choices=[True])
-
-
-class NotificationDelivery(serializers.Serializer):
-    id = serializers.UUIDField()
-    endpoint_id = serializers.UUIDField()
-    url = serializers.CharField()
-    formed_through = serializers.IntegerField()
-    stored_through = serializers.IntegerField()
-    attempts = serializers.IntegerField(min_value=0)
-    created_at = serializers.DateTimeField()
-    delivered_at = serializers.DateTimeField(required=False)
-    parked_at = serializers.DateTimeField(required=False)
-    last_status = serializers.IntegerField(required=False)
-    last_error = serializers.CharField(required=False)
-
-
-class NotificationDeliveries(serializers.Serializer):
-    deliveries = NotificationDelivery(many=True)
+_ENDPOINT = {"id": uuid(), "url": text(), "created_at": when()}
+NotificationEndpoint = answer("NotificationEndpoint", _ENDPOINT, {"disabled_at": when()})
+# disabled_at stays before secret in the document, so here it is a field left out when it does not apply.
+NotificationEndpointCreated = answer(
+    "NotificationEndpointCreated",
+    {**_ENDPOINT, "disabled_at": serializers.DateTimeField(required=False), "secret": text()})
+NotificationEndpoints = answer("NotificationEndpoints", {"endpoints": [NotificationEndpoint]})
+NotificationDisabled = answer("NotificationDisabled", {"disabled": choice([True])})
+NotificationDelivery = answer(
+    "NotificationDelivery",
+    {"id": uuid(), "endpoint_id": uuid(), "url": text(), "formed_through": integer(), "stored_through": integer(),
+     "attempts": count(), "created_at": when()},
+    {"delivered_at": when(), "parked_at": when(), "last_status": integer(), "last_error": text()})
+NotificationDeliveries = answer("NotificationDeliveries", {"deliveries": [NotificationDelivery]})
 
 
 def _endpoint(item):

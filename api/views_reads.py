@@ -12,7 +12,7 @@ from core.closed_sets import IDENTITY_KINDS, ROLES
 from memory import contexts, selectors
 
 from .base import Result, V1View
-from .bodies import IdCursor
+from .bodies import IdCursor, answer, choice, count, flag, listing, nullable, number, text, uuid, when
 from .contract import Body, Integer, RouteDoc, Text, Timestamp, Uuid, rule_error
 from .views import Freshness
 
@@ -130,194 +130,63 @@ class EntityGetRequest(Body):
 
 
 # ---------------------------------------------------------------------------------------------
-# Success bodies.
+# Success bodies. A nested body with plain fields after it is made here rather than by answer(), so it keeps
+# its place among them (a field's place is the order it was made in).
 
 
-def _count(**kwargs):
-    return serializers.IntegerField(min_value=0, **kwargs)
-
-
-def _role():
-    return serializers.ChoiceField(choices=list(ROLES))
-
-
-def _identity_kind():
-    return serializers.ChoiceField(choices=list(IDENTITY_KINDS))
-
-
-class ContextSegment(serializers.Serializer):
-    segment_id = serializers.UUIDField()
-    level = _count()
-    from_offset = _count()
-    to_offset = _count()
-    covered = _count()
-    summary = serializers.CharField()
-
-
-class ContextMessage(serializers.Serializer):
-    role = _role()
-    content = serializers.CharField()
-
-
-class ContextTurn(serializers.Serializer):
-    log_offset = _count()
-    occurred_at = serializers.DateTimeField()
-    messages = ContextMessage(many=True)
-
-
-class Context(serializers.Serializer):
-    segments = ContextSegment(many=True)
-    turns = ContextTurn(many=True)
-    watermark = Freshness()
-    characters = _count()
-    truncated = serializers.BooleanField()
-
-
-# "from" is a Python keyword, so the class is built from a mapping.
-Interval = type("Interval", (serializers.Serializer,), {
-    "__module__": __name__,
-    "from": serializers.DateTimeField(allow_null=True),
-    "until": serializers.DateTimeField(allow_null=True),
-    "from_inclusive": serializers.BooleanField(),
-    "until_inclusive": serializers.BooleanField(),
-})
-
-
-class RecordRetraction(serializers.Serializer):
-    operation_id = serializers.UUIDField()
-    principal_id = serializers.CharField()
-    retracted_at = serializers.DateTimeField()
-    replacement_source_observation_id = serializers.UUIDField(required=False)
-    replacement_record_id = serializers.UUIDField(required=False)
-
-
-class CitationEvidence(serializers.Serializer):
-    source_observation_id = serializers.UUIDField()
-    source_ordinal = _count()
-    log_offset = _count()
-    role = _role()
-    occurred_at = serializers.DateTimeField()
-    quote = serializers.CharField()
-    byte_start = _count()
-    byte_end = _count()
-    extractor_version = serializers.CharField()
-    context = serializers.CharField()
-    context_byte_start = _count()
-    context_byte_end = _count()
-    context_complete = serializers.BooleanField()
-    authored_by = serializers.CharField(required=False)
-
-
-class CitationCursor(serializers.Serializer):
-    source_observation_id = serializers.UUIDField()
-    source_ordinal = _count()
-    byte_start = _count()
-
-
-class Citation(serializers.Serializer):
-    version = serializers.UUIDField()
-    id = serializers.UUIDField()
-    scope = serializers.CharField()
-    subject_entity_id = serializers.UUIDField(allow_null=True)
-    object_entity_id = serializers.UUIDField(allow_null=True)
-    predicate = serializers.CharField()
-    statement = serializers.CharField()
-    confidence = serializers.FloatField()
-    source_role = _role()
-    recorded_at = serializers.DateTimeField()
-    valid = Interval()
-    known = Interval()
-    status = serializers.ChoiceField(choices=["current", "validity_closed", "knowledge_closed", "retracted",
-                                              "reinterpreted"])
-    evidence = CitationEvidence(many=True)
-    retraction = RecordRetraction(required=False)
-    superseded_by = serializers.UUIDField(required=False)
-    supersession_source_observation_id = serializers.UUIDField(required=False)
-    next = CitationCursor(required=False)
-
-
-class Message(serializers.Serializer):
-    chunk_id = serializers.UUIDField()
-    source_id = serializers.UUIDField()
-    ordinal = _count()
-    role = _role()
-    occurred_at = serializers.DateTimeField()
-    content_digest = serializers.RegexField(f"^{_DIGEST}$")
-    message_bytes = _count()
-    byte_start = _count()
-    byte_end = _count()
-    text = serializers.CharField()
-    complete = serializers.BooleanField()
-    next_byte_start = _count(required=False)
-
-
-class RecordSummary(serializers.Serializer):
-    version = serializers.UUIDField()
-    id = serializers.UUIDField()
-    subject_entity_id = serializers.UUIDField(allow_null=True)
-    object_entity_id = serializers.UUIDField(allow_null=True)
-    predicate = serializers.CharField()
-    statement_preview = serializers.CharField()
-    statement_bytes = _count()
-    preview_truncated = serializers.BooleanField()
-    source_role = _role()
-    recorded_at = serializers.DateTimeField()
-    status = serializers.ChoiceField(choices=["current", "validity_closed", "knowledge_closed", "retracted"])
-
-
-class RecordList(serializers.Serializer):
-    records = RecordSummary(many=True)
-    next = IdCursor(required=False)
-
-
-class RecordIntervals(serializers.Serializer):
-    valid = Interval()
-    known = Interval()
-
-
-class ArchivedInterval(serializers.Serializer):
-    history_id = serializers.UUIDField()
-    valid = Interval()
-    known = Interval()
-    ended_by_observation_id = serializers.UUIDField()
-
-
-class HistoryCursor(serializers.Serializer):
-    known_until = serializers.DateTimeField()
-    history_id = serializers.UUIDField()
-
-
-class RecordHistory(serializers.Serializer):
-    version = serializers.UUIDField()
-    id = serializers.UUIDField()
-    current = RecordIntervals()
-    previous = ArchivedInterval(many=True)
-    retraction = RecordRetraction(required=False)
-    next = HistoryCursor(required=False)
-
-
-class EntitySummary(serializers.Serializer):
-    id = serializers.UUIDField()
-    identity_kind = _identity_kind()
-    name_preview = serializers.CharField()
-    name_bytes = _count()
-    name_truncated = serializers.BooleanField()
-    alias_count = _count()
-    first_seen_at = serializers.DateTimeField()
-
-
-class EntityList(serializers.Serializer):
-    entities = EntitySummary(many=True)
-    next = IdCursor(required=False)
-
-
-class Entity(serializers.Serializer):
-    id = serializers.UUIDField()
-    identity_kind = _identity_kind()
-    canonical_name = serializers.CharField()
-    aliases = serializers.ListField(child=serializers.CharField())
-    first_seen_at = serializers.DateTimeField()
-    speaker_subject_id = serializers.CharField(required=False)
+ContextSegment = answer("ContextSegment", {"segment_id": uuid(), "level": count(), "from_offset": count(),
+                                            "to_offset": count(), "covered": count(), "summary": text()})
+ContextMessage = answer("ContextMessage", {"role": choice(ROLES), "content": text()})
+ContextTurn = answer("ContextTurn", {"log_offset": count(), "occurred_at": when(),
+                                      "messages": [ContextMessage]})
+Context = answer("Context", {"segments": ContextSegment(many=True), "turns": ContextTurn(many=True),
+                             "watermark": Freshness(), "characters": count(), "truncated": flag()})
+Interval = answer("Interval", {"from": nullable(when()), "until": nullable(when()), "from_inclusive": flag(),
+                               "until_inclusive": flag()})
+RecordRetraction = answer(
+    "RecordRetraction", {"operation_id": uuid(), "principal_id": text(), "retracted_at": when()},
+    {"replacement_source_observation_id": uuid(), "replacement_record_id": uuid()})
+CitationEvidence = answer("CitationEvidence", {
+    "source_observation_id": uuid(), "source_ordinal": count(), "log_offset": count(), "role": choice(ROLES),
+    "occurred_at": when(), "quote": text(), "byte_start": count(), "byte_end": count(),
+    "extractor_version": text(), "context": text(), "context_byte_start": count(),
+    "context_byte_end": count(), "context_complete": flag()},
+    {"authored_by": text()})
+CitationCursor = answer("CitationCursor", {"source_observation_id": uuid(), "source_ordinal": count(),
+                                            "byte_start": count()})
+Citation = answer("Citation", {
+    "version": uuid(), "id": uuid(), "scope": text(), "subject_entity_id": nullable(uuid()),
+    "object_entity_id": nullable(uuid()), "predicate": text(), "statement": text(), "confidence": number(),
+    "source_role": choice(ROLES), "recorded_at": when(), "valid": Interval(), "known": Interval(),
+    "status": choice(["current", "validity_closed", "knowledge_closed", "retracted", "reinterpreted"]),
+    "evidence": [CitationEvidence]},
+    {"retraction": RecordRetraction, "superseded_by": uuid(), "supersession_source_observation_id": uuid(),
+     "next": CitationCursor})
+Message = answer("Message", {
+    "chunk_id": uuid(), "source_id": uuid(), "ordinal": count(), "role": choice(ROLES), "occurred_at": when(),
+    "content_digest": serializers.RegexField(f"^{_DIGEST}$"),  # no field kind for a pattern
+    "message_bytes": count(), "byte_start": count(), "byte_end": count(), "text": text(), "complete": flag()},
+    {"next_byte_start": count()})
+RecordSummary = answer("RecordSummary", {
+    "version": uuid(), "id": uuid(), "subject_entity_id": nullable(uuid()),
+    "object_entity_id": nullable(uuid()), "predicate": text(), "statement_preview": text(),
+    "statement_bytes": count(), "preview_truncated": flag(), "source_role": choice(ROLES),
+    "recorded_at": when(), "status": choice(["current", "validity_closed", "knowledge_closed", "retracted"])})
+RecordList = answer("RecordList", {"records": [RecordSummary]}, {"next": IdCursor})
+RecordIntervals = answer("RecordIntervals", {"valid": Interval, "known": Interval})
+ArchivedInterval = answer("ArchivedInterval", {"history_id": uuid(), "valid": Interval(), "known": Interval(),
+                                                "ended_by_observation_id": uuid()})
+HistoryCursor = answer("HistoryCursor", {"known_until": when(), "history_id": uuid()})
+RecordHistory = answer("RecordHistory", {"version": uuid(), "id": uuid(), "current": RecordIntervals,
+                                         "previous": [ArchivedInterval]},
+                       {"retraction": RecordRetraction, "next": HistoryCursor})
+EntitySummary = answer("EntitySummary", {
+    "id": uuid(), "identity_kind": choice(IDENTITY_KINDS), "name_preview": text(), "name_bytes": count(),
+    "name_truncated": flag(), "alias_count": count(), "first_seen_at": when()})
+EntityList = answer("EntityList", {"entities": [EntitySummary]}, {"next": IdCursor})
+Entity = answer("Entity", {"id": uuid(), "identity_kind": choice(IDENTITY_KINDS), "canonical_name": text(),
+                           "aliases": listing(text()), "first_seen_at": when()},
+                {"speaker_subject_id": text()})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """POST /v1/recalls, POST /v1/passages/search (hybrid, api.md §7.3), POST /v1/entities/candidates, and the
 report candidates route that still validates and then answers 503."""
 from django.conf import settings
-from rest_framework import serializers
 
 from core.closed_sets import IDENTITY_KINDS, OBJECT_KINDS, ROLES
 from core.encoding import format_ts, server_timing
@@ -9,6 +8,7 @@ from core.limits import MAX_SUBJECT_BYTES
 from memory import entity_candidates, passages, recall
 
 from .base import Result, V1View
+from .bodies import answer, choice, count, counts, flag, integer, listing, nullable, number, text, uuid, when
 from .contract import Body, Boolean, Integer, ListOf, RouteDoc, Text, Timestamp, rule_error
 from .errors import ApiError
 
@@ -36,97 +36,40 @@ class RecallRequest(Body):
     themes = Boolean()
 
 
-class RecallControls(serializers.Serializer):
-    max_characters = serializers.IntegerField(min_value=1)
-    max_rows = serializers.IntegerField(min_value=0)
-    source_roles = serializers.ListField(child=serializers.ChoiceField(choices=ROLES))
-    hops = serializers.IntegerField(min_value=1, max_value=2)
-    surfaces = serializers.ListField(child=serializers.ChoiceField(choices=recall.SURFACES))
-    themes = serializers.BooleanField()
-
-
-class RecallAnchor(serializers.Serializer):
-    entity_id = serializers.UUIDField()
-    name = serializers.CharField()
-    type = serializers.ChoiceField(choices=OBJECT_KINDS)
-    matched = serializers.CharField()
-
-
-class RecallEvidence(serializers.Serializer):
-    observation_id = serializers.CharField(help_text="\"\" when the source turn is gone")
-    source_ordinal = serializers.IntegerField(min_value=0)
-    quote = serializers.CharField()
-    byte_start = serializers.IntegerField(min_value=0)
-    byte_end = serializers.IntegerField(min_value=0)
-    context = serializers.CharField()
-    context_start = serializers.IntegerField(min_value=0)
-    context_complete = serializers.BooleanField()
-
-
-class RecallFact(serializers.Serializer):
-    fact_id = serializers.UUIDField()
-    subject = serializers.CharField()
-    predicate = serializers.CharField()
-    object = serializers.CharField()
-    statement = serializers.CharField()
-    confidence = serializers.FloatField()
-    valid_from = serializers.DateTimeField()
-    valid_until = serializers.DateTimeField(allow_null=True)
-    anchored_on = serializers.UUIDField()
-    source_role = serializers.ChoiceField(choices=ROLES)
-    hops = serializers.IntegerField(min_value=1, max_value=2)
-    path = serializers.ListField(child=serializers.CharField())
-    via = serializers.ListField(child=serializers.CharField())
-    co_derived_with = serializers.ListField(child=serializers.UUIDField())
-    evidence = RecallEvidence()
-
-
-class Report(serializers.Serializer):
-    community_id = serializers.CharField()
-    report_id = serializers.CharField()
-    title = serializers.CharField()
-    summary = serializers.CharField()
-    importance = serializers.FloatField()
-    similarity = serializers.FloatField()
-    level = serializers.IntegerField()
-    sources = serializers.ListField(child=serializers.CharField())
-    parent = serializers.CharField(required=False)
-
-
-class _MessageHit(serializers.Serializer):
-    """The message a passage is and how near the question it came."""
-
-    chunk_id = serializers.UUIDField()
-    source_id = serializers.UUIDField()
-    ordinal = serializers.IntegerField(min_value=0)
-    role = serializers.ChoiceField(choices=ROLES)
-    similarity = serializers.FloatField()
-    occurred_at = serializers.DateTimeField()
-
-
-class RecallPassage(_MessageHit):
-    quote = serializers.CharField()
-    complete = serializers.BooleanField()
-
-
-class Reach(serializers.Serializer):
-    terms = serializers.IntegerField(min_value=0)
-    anchored = serializers.IntegerField(min_value=0)
-    named_nothing_known = serializers.BooleanField()
-    facts_per_anchor = serializers.DictField(child=serializers.IntegerField(min_value=0))
-
-
-class Recall(serializers.Serializer):
-    controls = RecallControls()
-    anchors = RecallAnchor(many=True)
-    facts = RecallFact(many=True)
-    reports = Report(many=True)
-    passages = RecallPassage(many=True)
-    truncated = serializers.BooleanField()
-    characters = serializers.IntegerField(min_value=0)
-    degraded = serializers.ListField(child=serializers.ChoiceField(choices=[
-        "citation_context", "semantic_anchors", "reports_withheld_for_subject", "reports", "passages"]))
-    reach = Reach()
+RecallControls = answer("RecallControls", {
+    "max_characters": integer(min_value=1), "max_rows": count(), "source_roles": listing(choice(ROLES)),
+    "hops": integer(min_value=1, max_value=2), "surfaces": listing(choice(recall.SURFACES)),
+    "themes": flag()})
+RecallAnchor = answer("RecallAnchor", {"entity_id": uuid(), "name": text(), "type": choice(OBJECT_KINDS),
+                                        "matched": text()})
+RecallEvidence = answer("RecallEvidence", {
+    "observation_id": text(help_text="\"\" when the source turn is gone"), "source_ordinal": count(),
+    "quote": text(), "byte_start": count(), "byte_end": count(), "context": text(), "context_start": count(),
+    "context_complete": flag()})
+RecallFact = answer("RecallFact", {
+    "fact_id": uuid(), "subject": text(), "predicate": text(), "object": text(), "statement": text(),
+    "confidence": number(), "valid_from": when(), "valid_until": nullable(when()), "anchored_on": uuid(),
+    "source_role": choice(ROLES), "hops": integer(min_value=1, max_value=2), "path": listing(text()),
+    "via": listing(text()), "co_derived_with": listing(uuid()), "evidence": RecallEvidence})
+Report = answer("Report", {
+    "community_id": text(), "report_id": text(), "title": text(), "summary": text(), "importance": number(),
+    "similarity": number(), "level": integer(), "sources": listing(text())},
+    {"parent": text()})
+# The message a passage is and how near the question it came.
+_MESSAGE_HIT = {"chunk_id": uuid(), "source_id": uuid(), "ordinal": count(), "role": choice(ROLES),
+                "similarity": number(), "occurred_at": when()}
+RecallPassage = answer("RecallPassage", {**_MESSAGE_HIT, "quote": text(), "complete": flag()})
+Reach = answer("Reach", {"terms": count(), "anchored": count(), "named_nothing_known": flag(),
+                         "facts_per_anchor": counts()})
+# A nested body with plain fields after it is made here rather than by answer(), so it keeps its place among
+# them (a field's place is the order it was made in).
+Recall = answer("Recall", {
+    "controls": RecallControls(), "anchors": RecallAnchor(many=True), "facts": RecallFact(many=True),
+    "reports": Report(many=True), "passages": RecallPassage(many=True), "truncated": flag(),
+    "characters": count(),
+    "degraded": listing(choice(["citation_context", "semantic_anchors", "reports_withheld_for_subject",
+                                "reports", "passages"])),
+    "reach": Reach()})
 
 
 def _timing_headers(durations):
@@ -201,38 +144,19 @@ class PassageRequest(SearchRequest):
     source_role = Text(choices=("", *ROLES))
 
 
-class Passage(_MessageHit):
-    preview = serializers.CharField()
-    message_bytes = serializers.IntegerField(min_value=0)
-    preview_complete = serializers.BooleanField()
-    preview_byte_end = serializers.IntegerField(min_value=0)
-    content_digest = serializers.CharField()
-
-
-class Passages(serializers.Serializer):
-    generation_id = serializers.CharField()
-    through_offset = serializers.IntegerField(allow_null=True)
-    covered_through_offset = serializers.IntegerField(allow_null=True)
-    build_state = serializers.CharField()
-    approximate = serializers.BooleanField()
-    passages = Passage(many=True)
-
-
-class EntityCandidate(serializers.Serializer):
-    entity_id = serializers.UUIDField()
-    identity_kind = serializers.ChoiceField(choices=IDENTITY_KINDS)
-    name_preview = serializers.CharField()
-    name_bytes = serializers.IntegerField(min_value=0)
-    name_truncated = serializers.BooleanField()
-    similarity = serializers.FloatField()
-
-
-class EntityCandidates(serializers.Serializer):
-    generation_id = serializers.CharField()
-    target_count = serializers.IntegerField(min_value=0)
-    build_state = serializers.CharField()
-    approximate = serializers.BooleanField()
-    candidates = EntityCandidate(many=True)
+Passage = answer("Passage", {
+    **_MESSAGE_HIT, "preview": text(), "message_bytes": count(), "preview_complete": flag(),
+    "preview_byte_end": count(), "content_digest": text()})
+Passages = answer("Passages", {
+    "generation_id": text(), "through_offset": nullable(integer()),
+    "covered_through_offset": nullable(integer()), "build_state": text(), "approximate": flag(),
+    "passages": [Passage]})
+EntityCandidate = answer("EntityCandidate", {
+    "entity_id": uuid(), "identity_kind": choice(IDENTITY_KINDS), "name_preview": text(),
+    "name_bytes": count(), "name_truncated": flag(), "similarity": number()})
+EntityCandidates = answer("EntityCandidates", {
+    "generation_id": text(), "target_count": count(), "build_state": text(), "approximate": flag(),
+    "candidates": [EntityCandidate]})
 
 
 class PassagesSearchView(V1View):

@@ -4,7 +4,6 @@ here, the work in formation.curation, formation.feedback and governance.purge, w
 What a body cannot show (idempotency keys or record ids repeated within a batch, an unresolvable subject, a
 first-person record without a data_subject_id, too many evidence sources: 413 record_mutation_limit) is the
 services' to refuse."""
-from rest_framework import serializers
 
 from core.encoding import format_ts
 from core.limits import MAX_SUBJECT_BYTES
@@ -13,7 +12,7 @@ from governance.purge import purge_entity
 from memory.vocabulary import PREDICATES
 
 from .base import Result, V1View
-from .bodies import counts
+from .bodies import answer, choice, count, counts, flag, text, uuid, when
 from .contract import Body, Boolean, Integer, ListOf, RouteDoc, Text, Timestamp, Uuid
 
 MAX_OBJECT_BYTES = 1_024
@@ -56,20 +55,6 @@ class RecordAssertRequest(Body):
     records = _batch(_Assertion())
 
 
-class _Correction(Body):
-    code = MUTATION
-    id = Uuid(required=True)
-    expected_version = Uuid(required=True)
-    object = _object(required=True)
-    statement = _statement(required=True)
-    valid_from = Timestamp()
-
-
-class RecordCorrectRequest(Body):
-    code = MUTATION
-    records = _batch(_Correction())
-
-
 class _Retraction(Body):
     code = MUTATION
     id = Uuid(required=True)
@@ -79,6 +64,17 @@ class _Retraction(Body):
 class RecordRetractRequest(Body):
     code = MUTATION
     records = _batch(_Retraction())
+
+
+class _Correction(_Retraction):  # a retraction's version check, plus the new value
+    object = _object(required=True)
+    statement = _statement(required=True)
+    valid_from = Timestamp()
+
+
+class RecordCorrectRequest(Body):
+    code = MUTATION
+    records = _batch(_Correction())
 
 
 class FeedbackRecordRequest(Body):
@@ -118,84 +114,32 @@ class EntityPurgeRequest(Body):
 # Success bodies.
 
 
-class AssertedRecord(serializers.Serializer):
-    id = serializers.UUIDField()
-    version = serializers.UUIDField()
-    source_observation_id = serializers.UUIDField()
-    replayed = serializers.BooleanField()
-
-
-class Asserted(serializers.Serializer):
-    records = AssertedRecord(many=True)
-
-
-class CorrectedRecord(serializers.Serializer):
-    original_id = serializers.UUIDField()
-    id = serializers.UUIDField()
-    version = serializers.UUIDField()
-    source_observation_id = serializers.UUIDField()
-
-
-class Corrected(serializers.Serializer):
-    records = CorrectedRecord(many=True)
-
-
-class RetractedRecord(serializers.Serializer):
-    id = serializers.UUIDField()
-    version = serializers.UUIDField()
-    operation_id = serializers.UUIDField()
-    principal_id = serializers.CharField()
-    retracted_at = serializers.DateTimeField()
-    replacement_source_observation_id = serializers.UUIDField(required=False)
-    replacement_record_id = serializers.UUIDField(required=False)
-
-
-class Retracted(serializers.Serializer):
-    records = RetractedRecord(many=True)
-
-
-class Feedback(serializers.Serializer):
-    id = serializers.UUIDField()
-    record_id = serializers.UUIDField()
-    note = serializers.CharField()
-    recorded_by = serializers.CharField()
-    recorded_at = serializers.DateTimeField()
-    proposed_object = serializers.CharField(required=False)
-    promoted_by = serializers.CharField(required=False)
-    promoted_at = serializers.DateTimeField(required=False)
-    replacement_record_id = serializers.UUIDField(required=False)
-
-
-class FeedbackCursor(serializers.Serializer):
-    recorded_at = serializers.DateTimeField()
-    id = serializers.UUIDField()
-
-
-class FeedbackList(serializers.Serializer):
-    feedback = Feedback(many=True)
-    next = FeedbackCursor(required=False)
-
-
-class Promoted(serializers.Serializer):
-    id = serializers.UUIDField()
-    record_id = serializers.UUIDField()
-    operation = serializers.ChoiceField(choices=["record.correct", "record.retract"])
-    version = serializers.UUIDField()
-    promoted_at = serializers.DateTimeField()
-    replacement_record_id = serializers.UUIDField(required=False)
-
-
-class Purge(serializers.Serializer):
-    entity_id = serializers.UUIDField()
-    canonical_name = serializers.CharField()
-    reason = serializers.CharField()
-    previewed = serializers.BooleanField()
-    removed = counts()
-    residual = counts()
-    contributing_subjects = serializers.IntegerField(min_value=0)
-    claims_from_unattributed_turns = serializers.IntegerField(min_value=0)
-    source_turns_kept = serializers.IntegerField(min_value=0)
-    completed_at = serializers.DateTimeField()
+AssertedRecord = answer("AssertedRecord", {"id": uuid(), "version": uuid(), "source_observation_id": uuid(),
+                                            "replayed": flag()})
+Asserted = answer("Asserted", {"records": [AssertedRecord]})
+CorrectedRecord = answer("CorrectedRecord", {"original_id": uuid(), "id": uuid(), "version": uuid(),
+                                              "source_observation_id": uuid()})
+Corrected = answer("Corrected", {"records": [CorrectedRecord]})
+RetractedRecord = answer(
+    "RetractedRecord",
+    {"id": uuid(), "version": uuid(), "operation_id": uuid(), "principal_id": text(), "retracted_at": when()},
+    {"replacement_source_observation_id": uuid(), "replacement_record_id": uuid()})
+Retracted = answer("Retracted", {"records": [RetractedRecord]})
+Feedback = answer(
+    "Feedback",
+    {"id": uuid(), "record_id": uuid(), "note": text(), "recorded_by": text(), "recorded_at": when()},
+    {"proposed_object": text(), "promoted_by": text(), "promoted_at": when(), "replacement_record_id": uuid()})
+FeedbackCursor = answer("FeedbackCursor", {"recorded_at": when(), "id": uuid()})
+FeedbackList = answer("FeedbackList", {"feedback": [Feedback]}, {"next": FeedbackCursor})
+Promoted = answer(
+    "Promoted",
+    {"id": uuid(), "record_id": uuid(), "operation": choice(["record.correct", "record.retract"]),
+     "version": uuid(), "promoted_at": when()},
+    {"replacement_record_id": uuid()})
+Purge = answer("Purge", {
+    "entity_id": uuid(), "canonical_name": text(), "reason": text(), "previewed": flag(), "removed": counts(),
+    "residual": counts(), "contributing_subjects": count(), "claims_from_unattributed_turns": count(),
+    "source_turns_kept": count(), "completed_at": when()})
 
 
 def _drop_empty(data, *keys):

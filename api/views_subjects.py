@@ -12,7 +12,7 @@ from core.limits import MAX_SUBJECT_BYTES
 from governance import artifacts, subjects
 
 from .base import Result, V1View
-from .bodies import IdCursor
+from .bodies import IdCursor, answer, choice, count, flag, nullable, text, uuid, when
 from .contract import Body, Integer, RouteDoc, Text, Uuid, WireField, shape_error
 
 MAX_LABEL_BYTES = 256
@@ -58,24 +58,14 @@ class SubjectUpdateRequest(Body):
     label = _label(description="omitted or \"\" clears it")
 
 
-class Subject(serializers.Serializer):
-    id = serializers.UUIDField()
-    version = serializers.UUIDField()
-    external_reference = serializers.CharField(required=False, help_text="omitted when empty")
-    label = serializers.CharField()
-    updated_by = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    inactive_after = serializers.DateTimeField(allow_null=True)
-
-
-class SubjectReplayed(Subject):
-    replayed = serializers.BooleanField()
-
-
-class SubjectList(serializers.Serializer):
-    subjects = Subject(many=True)
-    next = IdCursor(required=False)
+# external_reference stays second in the document, so it is a field left out when empty among the others.
+_SUBJECT = {"id": uuid(), "version": uuid(),
+            "external_reference": text(required=False, help_text="omitted when empty"),
+            "label": text(), "updated_by": text(), "created_at": when(), "updated_at": when(),
+            "inactive_after": nullable(when())}
+Subject = answer("Subject", _SUBJECT)
+SubjectReplayed = answer("SubjectReplayed", {**_SUBJECT, "replayed": flag()})
+SubjectList = answer("SubjectList", {"subjects": [Subject]}, {"next": IdCursor})
 
 
 def subject_payload(subject, *, replayed=None):
@@ -250,35 +240,14 @@ class _Base64Field(serializers.CharField):
     pass
 
 
-class Artifact(serializers.Serializer):
-    id = serializers.UUIDField()
-    version = serializers.UUIDField()
-    data_subject_id = serializers.CharField()
-    kind = serializers.ChoiceField(choices=artifacts.KINDS)
-    name = serializers.CharField()
-    source_observation_id = serializers.UUIDField()
-    bytes = serializers.IntegerField(min_value=0)
-    authored_by = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    expires_at = serializers.DateTimeField(allow_null=True)
-
-
-class ArtifactPut(Artifact):
-    replayed = serializers.BooleanField()
-
-
-class ArtifactContent(Artifact):
-    content = _Base64Field()
-
-
-class ArtifactList(serializers.Serializer):
-    artifacts = Artifact(many=True)
-    next = IdCursor(required=False)
-
-
-class Deleted(serializers.Serializer):
-    deleted = serializers.ChoiceField(choices=[True])
+_ARTIFACT = {"id": uuid(), "version": uuid(), "data_subject_id": text(), "kind": choice(artifacts.KINDS),
+             "name": text(), "source_observation_id": uuid(), "bytes": count(), "authored_by": text(),
+             "created_at": when(), "updated_at": when(), "expires_at": nullable(when())}
+Artifact = answer("Artifact", _ARTIFACT)
+ArtifactPut = answer("ArtifactPut", {**_ARTIFACT, "replayed": flag()})
+ArtifactContent = answer("ArtifactContent", {**_ARTIFACT, "content": _Base64Field()})
+ArtifactList = answer("ArtifactList", {"artifacts": [Artifact]}, {"next": IdCursor})
+Deleted = answer("Deleted", {"deleted": choice([True])})
 
 
 class ArtifactsPutView(V1View):

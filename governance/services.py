@@ -40,34 +40,37 @@ def _locked_project(name):
         raise NotFound("not_found", f"no project {name}") from None
 
 
-def suspend_project(*, name, principal, principal_kind="operator"):
+def _change_project(*, name, op, principal, principal_kind, change):
+    """`change(project)` on the locked project and its ledger row, in one transaction; the project after."""
     with transaction.atomic():
-        project = _locked_project(name)
-        if project.suspended_at is None:
-            Project.objects.filter(name=name).update(suspended_at=timezone.now())
-        audit.record(op="project.suspend", principal=principal, principal_kind=principal_kind, project=name,
-                     magnitude=1)
+        change(_locked_project(name))
+        audit.record(op=op, principal=principal, principal_kind=principal_kind, project=name, magnitude=1)
     return Project.objects.get(name=name)
+
+
+def _update(name, **values):
+    Project.objects.filter(name=name).update(**values)
+
+
+def suspend_project(*, name, principal, principal_kind="operator"):
+    def suspend(project):
+        if project.suspended_at is None:  # suspending again keeps the first time
+            _update(name, suspended_at=timezone.now())
+
+    return _change_project(name=name, op="project.suspend", principal=principal, principal_kind=principal_kind,
+                           change=suspend)
 
 
 def resume_project(*, name, principal, principal_kind="operator"):
-    with transaction.atomic():
-        _locked_project(name)
-        Project.objects.filter(name=name).update(suspended_at=None)
-        audit.record(op="project.resume", principal=principal, principal_kind=principal_kind, project=name,
-                     magnitude=1)
-    return Project.objects.get(name=name)
+    return _change_project(name=name, op="project.resume", principal=principal, principal_kind=principal_kind,
+                           change=lambda project: _update(name, suspended_at=None))
 
 
 def set_project_retention(*, name, retention_days, principal, principal_kind="operator"):
     """Set retention in days (None = indefinite). Affects only turns appended from now on."""
     _check_retention(retention_days)
-    with transaction.atomic():
-        _locked_project(name)
-        Project.objects.filter(name=name).update(retention_days=retention_days)
-        audit.record(op="project.retention", principal=principal, principal_kind=principal_kind, project=name,
-                     magnitude=1)
-    return Project.objects.get(name=name)
+    return _change_project(name=name, op="project.retention", principal=principal, principal_kind=principal_kind,
+                           change=lambda project: _update(name, retention_days=retention_days))
 
 
 def set_project_label(*, name, label):

@@ -5,6 +5,7 @@ Writes take their ledger row inside their own transaction; reads hide unknown, f
 import hashlib
 import json
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -95,6 +96,24 @@ def _fetch(cursor, project, subject_id, *, now=None, lock=""):
     return cursor.fetchone()
 
 
+@contextmanager
+def _reference_conflicts():
+    """A reference another subject took first (the unique index) is subject_conflict, not a fault."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if _is_reference_taken(exc):
+            raise _conflict() from None
+        raise
+
+
+def _written(cursor, *, op, project, subject_id, principal, principal_kind):
+    """The subject as just written, with its ledger row in the same transaction: (Subject, replayed=False)."""
+    row = _fetch(cursor, project, subject_id)
+    audit.record(op=op, principal=principal, principal_kind=principal_kind, project=project, magnitude=1)
+    return _row_to_subject(row), False
+
+
 def _is_reference_taken(exc):
     cause = exc.__cause__
     diag = getattr(cause, "diag", None)
@@ -127,47 +146,40 @@ def register_subject(*, project, idempotency_key, external_reference=None, label
     label = _text(label, limit=MAX_LABEL_BYTES, what="label")
     digest = key_digest(key)
     request_digest = fingerprint(external_reference=reference, label=label)
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            advisory_xact_lock(cursor, "subject-retry", project, digest)
-            cursor.execute(
-                "SELECT subject_id, request_digest FROM subject_retry WHERE scope = %s AND key_digest = %s FOR UPDATE",
-                [project, digest],
-            )
-            retry = cursor.fetchone()
-            if retry is not None:
-                subject_id, stored = retry
-                if subject_id is None or bytes(stored) != request_digest:
-                    raise _conflict()
-                row = _fetch(cursor, project, str(subject_id), lock="FOR SHARE OF s")
-                if row is None:
-                    raise _conflict()
-                audit.record(op="subject.register", principal=principal, principal_kind=principal_kind,
-                             project=project, magnitude=0)
-                return _row_to_subject(row), True
-            subject_id = str(uuid.uuid4())
-            _claim_reference(cursor, project, reference)
-            cursor.execute(
-                "INSERT INTO data_subject (subject_id, scope, external_reference, label, version, previous_version,"
-                " last_digest, updated_by, created_at, updated_at, inactive_after)"
-                " SELECT %s, p.name, %s, %s, %s, NULL, %s, %s, now(), now(),"
-                " now() + make_interval(days => p.retention_days) FROM project p WHERE p.name = %s",
-                [subject_id, reference or None, label, str(uuid.uuid4()), request_digest, principal, project],
-            )
-            if cursor.rowcount != 1:
-                raise _not_found()
-            cursor.execute(
-                "INSERT INTO subject_retry (scope, key_digest, request_digest, subject_id) VALUES (%s, %s, %s, %s)",
-                [project, digest, request_digest, subject_id],
-            )
-            row = _fetch(cursor, project, subject_id)
+    with _reference_conflicts(), transaction.atomic(), connection.cursor() as cursor:
+        advisory_xact_lock(cursor, "subject-retry", project, digest)
+        cursor.execute(
+            "SELECT subject_id, request_digest FROM subject_retry WHERE scope = %s AND key_digest = %s FOR UPDATE",
+            [project, digest],
+        )
+        retry = cursor.fetchone()
+        if retry is not None:
+            subject_id, stored = retry
+            if subject_id is None or bytes(stored) != request_digest:
+                raise _conflict()
+            row = _fetch(cursor, project, str(subject_id), lock="FOR SHARE OF s")
+            if row is None:
+                raise _conflict()
             audit.record(op="subject.register", principal=principal, principal_kind=principal_kind,
-                         project=project, magnitude=1)
-            return _row_to_subject(row), False
-    except IntegrityError as exc:
-        if _is_reference_taken(exc):
-            raise _conflict() from None
-        raise
+                         project=project, magnitude=0)
+            return _row_to_subject(row), True
+        subject_id = str(uuid.uuid4())
+        _claim_reference(cursor, project, reference)
+        cursor.execute(
+            "INSERT INTO data_subject (subject_id, scope, external_reference, label, version, previous_version,"
+            " last_digest, updated_by, created_at, updated_at, inactive_after)"
+            " SELECT %s, p.name, %s, %s, %s, NULL, %s, %s, now(), now(),"
+            " now() + make_interval(days => p.retention_days) FROM project p WHERE p.name = %s",
+            [subject_id, reference or None, label, str(uuid.uuid4()), request_digest, principal, project],
+        )
+        if cursor.rowcount != 1:
+            raise _not_found()
+        cursor.execute(
+            "INSERT INTO subject_retry (scope, key_digest, request_digest, subject_id) VALUES (%s, %s, %s, %s)",
+            [project, digest, request_digest, subject_id],
+        )
+        return _written(cursor, op="subject.register", project=project, subject_id=subject_id, principal=principal,
+                        principal_kind=principal_kind)
 
 
 def get_subject(*, project, subject_id=None, external_reference=None, now=None):
@@ -227,30 +239,23 @@ def update_subject(*, project, subject_id, expected_version, external_reference=
     reference = _text(external_reference, limit=MAX_REFERENCE_BYTES, what="external_reference")
     label = _text(label, limit=MAX_LABEL_BYTES, what="label")
     request_digest = fingerprint(external_reference=reference, label=label)
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            row = _fetch(cursor, project, subject_id, lock="FOR UPDATE OF s")
-            if row is None:
-                raise _not_found()
-            current, previous, last = str(row[1]), row[8], row[9]
-            if expected != current:
-                if previous is None or expected != str(previous) or last is None or bytes(last) != request_digest:
-                    raise _conflict()
-                audit.record(op="subject.update", principal=principal, principal_kind=principal_kind,
-                             project=project, magnitude=0)
-                return _row_to_subject(row), True
-            _claim_reference(cursor, project, reference, subject_id)
-            cursor.execute(
-                "UPDATE data_subject SET external_reference = %s, label = %s, previous_version = version,"
-                " version = %s, last_digest = %s, updated_by = %s, updated_at = now()"
-                " WHERE scope = %s AND subject_id = %s",
-                [reference or None, label, str(uuid.uuid4()), request_digest, principal, project, subject_id],
-            )
-            row = _fetch(cursor, project, subject_id)
+    with _reference_conflicts(), transaction.atomic(), connection.cursor() as cursor:
+        row = _fetch(cursor, project, subject_id, lock="FOR UPDATE OF s")
+        if row is None:
+            raise _not_found()
+        current, previous, last = str(row[1]), row[8], row[9]
+        if expected != current:
+            if previous is None or expected != str(previous) or last is None or bytes(last) != request_digest:
+                raise _conflict()
             audit.record(op="subject.update", principal=principal, principal_kind=principal_kind,
-                         project=project, magnitude=1)
-            return _row_to_subject(row), False
-    except IntegrityError as exc:
-        if _is_reference_taken(exc):
-            raise _conflict() from None
-        raise
+                         project=project, magnitude=0)
+            return _row_to_subject(row), True
+        _claim_reference(cursor, project, reference, subject_id)
+        cursor.execute(
+            "UPDATE data_subject SET external_reference = %s, label = %s, previous_version = version,"
+            " version = %s, last_digest = %s, updated_by = %s, updated_at = now()"
+            " WHERE scope = %s AND subject_id = %s",
+            [reference or None, label, str(uuid.uuid4()), request_digest, principal, project, subject_id],
+        )
+        return _written(cursor, op="subject.update", project=project, subject_id=subject_id, principal=principal,
+                        principal_kind=principal_kind)

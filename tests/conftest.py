@@ -13,15 +13,32 @@ def unique_name(prefix="t"):
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture
-def new_project(db):
-    """A project and a read-write token inside the test's transaction (rolled back afterwards)."""
+def project_with_token():
+    """A new project and a read-write token for it, in whatever transaction is open: (name, token)."""
     from governance import services
 
     name = unique_name()
     services.create_project(name=name, principal="cli")
     _, token = services.issue_credential(project=name, name="test", principal="cli")
     return name, token
+
+
+@pytest.fixture
+def new_project(db):
+    """A project and a read-write token inside the test's transaction (rolled back afterwards)."""
+    return project_with_token()
+
+
+@pytest.fixture
+def project(new_project):
+    """The name of `new_project`."""
+    return new_project[0]
+
+
+@pytest.fixture
+def auth(new_project):
+    """Django test-client headers carrying `new_project`'s token."""
+    return {"HTTP_AUTHORIZATION": f"Bearer {new_project[1]}"}
 
 
 @pytest.fixture(scope="session")

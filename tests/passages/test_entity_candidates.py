@@ -12,16 +12,6 @@ from tests.recall.conftest import post, recall_ok, write_fact
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def project(new_project):
-    return new_project[0]
-
-
-@pytest.fixture
-def auth(new_project):
-    return {"HTTP_AUTHORIZATION": f"Bearer {new_project[1]}"}
-
-
 def count(sql, params):
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

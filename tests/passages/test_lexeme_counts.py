@@ -12,11 +12,6 @@ from tests.recall.conftest import observe_turn
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def project(new_project):
-    return new_project[0]
-
-
 def counts(project, lexemes):
     """What the table says: the sum of each lexeme's delta rows (folded or not)."""
     with connection.cursor() as cursor:

@@ -19,11 +19,6 @@ from tests.support.db import one
 from tests.support.processes import database_url
 
 
-@pytest.fixture
-def project(new_project):
-    return new_project[0]
-
-
 def _sources(project):
     return one("SELECT count(*) FROM passage_source WHERE scope = %s", [project])[0]
 

@@ -20,16 +20,6 @@ from tests.support.db import one
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def project(new_project):
-    return new_project[0]
-
-
-@pytest.fixture
-def auth(new_project):
-    return {"HTTP_AUTHORIZATION": f"Bearer {new_project[1]}"}
-
-
 def build_all(project, embedder, *, activate=True):
     generation = generations.start(project=project, principal="cli", principal_kind="operator", embedder=embedder)
     while generations.build(project=project, generation_id=generation.generation_id, principal="cli",

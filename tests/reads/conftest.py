@@ -100,16 +100,6 @@ def ledger(project, op):
 
 
 @pytest.fixture
-def project(new_project):
-    return new_project[0]
-
-
-@pytest.fixture
-def auth(new_project):
-    return {"HTTP_AUTHORIZATION": f"Bearer {new_project[1]}"}
-
-
-@pytest.fixture
 def other(db):
     """A second project with its own token, for cross-project refusals."""
     from governance import services as governance

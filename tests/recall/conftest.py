@@ -2,7 +2,6 @@
 claim writer when a test needs precise control, and an in-process /v1/recalls caller."""
 import json
 
-import pytest
 from django.db import connection
 from django.test import Client
 
@@ -69,16 +68,6 @@ def recall_error(auth, body):
     response = post(auth, "/v1/recalls", body)
     assert response.status_code == 400, response.content
     return response.json()["error"]["code"]
-
-
-@pytest.fixture
-def project(new_project):
-    return new_project[0]
-
-
-@pytest.fixture
-def auth(new_project):
-    return {"HTTP_AUTHORIZATION": f"Bearer {new_project[1]}"}
 
 
 def named_entities(project, names):

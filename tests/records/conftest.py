@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from tests.conftest import unique_name
+from tests.conftest import project_with_token
 from tests.support.db import one, rows  # noqa: F401 - re-exported to the records tests
 
 
@@ -41,24 +41,15 @@ class Api:
         return body["records"][0] if status == 200 else body
 
 
-def _project():
-    from governance import services
-
-    name = unique_name()
-    services.create_project(name=name, principal="cli")
-    _, token = services.issue_credential(project=name, name="test", principal="cli")
-    return name, token
-
-
 @pytest.fixture
 def api(db):
-    return Api(*_project())
+    return Api(*project_with_token())
 
 
 @pytest.fixture
 def other_api(db):
     """A second project, for the cross-project rule: its ids must be invisible to `api` and back."""
-    return Api(*_project())
+    return Api(*project_with_token())
 
 
 def ledger(project, op):

@@ -2,7 +2,7 @@
 import sys
 
 from core import audit
-from core.commands import OperatorError, unknown_project
+from core.commands import OperatorCommand, OperatorError, unknown_project
 from core.commands import require_project as project_exists
 
 
@@ -49,3 +49,25 @@ def parse_limit(value):
     if not 0 <= value <= 500:
         raise OperatorError("--limit is 0..500 (0 means 100)")
     return value
+
+
+class ProjectListing(OperatorCommand):
+    """`<command> <action> --project P [--limit N]`: one ledgered read of a project's rows. Subclasses set `action`,
+    `action_help`, `op`, and implement `rows(project, limit)` and `line(row)`."""
+
+    action = action_help = op = None
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True, metavar=f"{{{self.action}}}",
+                                    help=f"{self.action}: {self.action_help}")
+        listing = sub.add_parser(self.action, help=self.action_help)
+        listing.add_argument("--project", required=True, help="the project's name")
+        listing.add_argument("--limit", type=int, help="0..500 (0 means 100)")
+
+    def run(self, *, action, project, limit=None, **options):
+        limit = parse_limit(limit)
+        require_project(self.op, project)
+        rows = self.rows(project, limit)
+        audit.record(op=self.op, principal=audit.CLI_PRINCIPAL, principal_kind="operator", project=project,
+                     magnitude=len(rows))
+        return rows, [self.line(row) for row in rows]
