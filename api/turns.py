@@ -2,10 +2,9 @@
 service takes it."""
 from core.closed_sets import ROLES
 from core.limits import MAX_SUBJECT_BYTES
-from core.strings import canonical_uuid, has_nul, utf8_len
+from core.strings import utf8_len
 
 from .contract import Body, Integer, ListOf, Text, Timestamp, Uuid, rule_error
-from .errors import ApiError
 
 MAX_MESSAGES = 64
 MAX_MESSAGE_BYTES = 65_536
@@ -64,19 +63,10 @@ class ObservationRequest(Body):
             "description": "group_ordinal on every message or on none; a turn with a tool message gives them"}
 
 
-def subject_or_none(value, *, code):
-    """A data_subject_id as stored: "" and absent mean project-wide (None)."""
-    if value is None or value == "":
-        return None
-    if has_nul(value) or utf8_len(value) > MAX_SUBJECT_BYTES:
-        raise ApiError(400, code, "data_subject_id is at most 1024 bytes with no NUL")
-    return value
-
-
 def clean_turn(body):
     """The checked turn as the service takes it: (messages with effective group_ordinal, subject, occurred_at,
     key); without explicit groups each message is its own group."""
     messages = [{"role": m["role"], "content": m["content"], "group_ordinal": m.get("group_ordinal", ordinal),
                  "occurred_at": m.get("occurred_at")} for ordinal, m in enumerate(body["messages"])]
-    key = body.get("idempotency_key")
-    return messages, body.get("data_subject_id") or None, body.get("occurred_at"), key and canonical_uuid(key)
+    # The key is lowercased by its Uuid field; "" and an absent subject both mean project-wide.
+    return messages, body.get("data_subject_id") or None, body.get("occurred_at"), body.get("idempotency_key")
