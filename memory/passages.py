@@ -9,6 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import psycopg
 from django.db import connection, transaction
 
 from . import embedders, lexeme_counts, lexical_index
@@ -24,6 +25,10 @@ LEXICAL_BUDGET = 1000
 # Lexemes, the most telling first, among which any two held together find a candidate.
 PAIR_TERMS = 6
 LEXICAL_CANDIDATES = 200
+# When even the rarest question word is in more than LEXICAL_BUDGET messages, its arm can only read an arbitrary
+# (storage-order) part of them, each scoring the same but for its length: this many do as well as a thousand, and
+# cost a fifth as much at a million messages (docs/decisions.md, "Bounded candidates").
+OVERFLOW_SAMPLE = LEXICAL_CANDIDATES
 # The question's lexemes that score candidates, the rarest first: every one costs a tsquery match per candidate, so
 # an 8 KB question of a thousand words would cost ~150 ms at a million messages; a question's rarest words are
 # the ones that tell its messages apart.
@@ -204,6 +209,14 @@ def _candidate_arms(generators, pairs):
     return arms
 
 
+def _arm_limits(generators, counts):
+    """How many messages each arm reads: the generators' arm a sample of OVERFLOW_SAMPLE when its rarest word alone
+    passes LEXICAL_BUDGET (it could only read an arbitrary part of them), else the budget; the pairs' arm the
+    budget."""
+    first = OVERFLOW_SAMPLE if counts[generators[0]] > LEXICAL_BUDGET else LEXICAL_BUDGET
+    return [first, LEXICAL_BUDGET]
+
+
 class Lexical(list):
     """[(chunk_id, score, weight_fraction)] best first; `stored`: the project's log size read with the counts (None
     when nothing is stored), which search reuses as the coverage's through offset; `reach`: the offset through
@@ -242,7 +255,7 @@ def _lexical(cursor, project, question, subject, roles, k):
         return Lexical(stored=stored, reach=reach, indexed=indexed)
     weight_total = sum(idf[lex] for lex in present) or 1.0
     generators, pairs = _candidate_terms(present, counts, idf)
-    params = {"project": project, "k": k, "budget": LEXICAL_BUDGET}
+    params = {"project": project, "k": k}
     # The candidate's weight: the idf of each present lexeme it holds, summed in lexeme order, as one CASE per
     # lexeme (a per-row function scan and aggregate cost several times more on thousands of candidates).
     terms = []
@@ -257,11 +270,11 @@ def _lexical(cursor, project, question, subject, roles, k):
         filters += " AND p.role = ANY(%(roles)s::text[])"
         params["roles"] = list(roles)
     arms = []
-    for i, arm in enumerate(_candidate_arms(generators, pairs)):
-        params[f"arm{i}"] = arm
+    for i, (arm, limit) in enumerate(zip(_candidate_arms(generators, pairs), _arm_limits(generators, counts))):
+        params[f"arm{i}"], params[f"limit{i}"] = arm, limit
         arms.append(f"(SELECT p.chunk_id, p.log_offset, p.ordinal, length(p.lexemes) AS lexeme_count,"
                     f" {' + '.join(terms)} AS weight FROM passage_source p WHERE p.scope = %(project)s"
-                    f" AND p.lexemes @@ %(arm{i})s::tsquery{filters} LIMIT %(budget)s)")
+                    f" AND p.lexemes @@ %(arm{i})s::tsquery{filters} LIMIT %(limit{i})s)")
     norm = f"(1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * c.lexeme_count::float8 / {AVG_LEXEMES}))"
     cursor.execute(
         f"SELECT c.chunk_id::text, c.weight * {BM25_K1 + 1} / {norm} AS score, c.weight, c.log_offset, c.ordinal"
@@ -282,8 +295,9 @@ def _lexical(cursor, project, question, subject, roles, k):
                    stored=stored, reach=reach, indexed=indexed)
 
 
-def _vector(cursor, generation, question_literal, subject, roles, k, *, exact):
-    """[(chunk_id, cosine_distance)] nearest first; approximate through HNSW unless `exact`."""
+def _vector(cursor, generation, question_literal, subject, roles, k, *, exact, distance=None):
+    """[(chunk_id, cosine_distance)] nearest first; approximate through HNSW unless `exact`. `distance`: the SQL
+    distance_to_question gave for this read already (its settings made before the question vector was ready)."""
     dims = generation.dimensions
     filters, params = "", {"g": str(generation.generation_id), "q": question_literal, "k": k}
     if subject:
@@ -292,7 +306,8 @@ def _vector(cursor, generation, question_literal, subject, roles, k, *, exact):
     if roles:
         filters += " AND pv.role = ANY(%(roles)s::text[])"
         params["roles"] = list(roles)
-    distance = distance_to_question(cursor, "pv", dims, k, exact=exact, filtered=bool(subject))
+    if distance is None:
+        distance = distance_to_question(cursor, "pv", dims, k, exact=exact, filtered=bool(subject))
     cursor.execute(
         f"SELECT pv.chunk_id::text, {distance} AS d FROM passage_vector pv"
         f" WHERE pv.generation_id = %(g)s::uuid AND pv.dimensions = {dims}{filters} ORDER BY d LIMIT %(k)s", params)
@@ -383,7 +398,9 @@ def fuse(*rankings):
 
 def _hydrate(cursor, project, chunks, generation_id, question_literal):
     """The live rows of `chunks`, dropping any whose message changed or went (digest re-check at read). A message
-    the lexical follower has not reached yet has no source row: it is read as its source would be written."""
+    the lexical follower has not reached yet has no source row: it is read as its source would be written.
+    `cursor` is a psycopg cursor (not Django's wrapper): the statement is prepared, once per connection and shape,
+    since planning this five-way join cost more than running it (0.8 ms against 0.7 at a million messages)."""
     if not chunks:
         return {}
     vector_join, vector_col = "", "NULL::float8"
@@ -401,7 +418,7 @@ def _hydrate(cursor, project, chunks, generation_id, question_literal):
         f" LEFT JOIN passage_source ps ON ps.chunk_id = m.chunk_id{vector_join}"
         f" WHERE o.scope = %s AND o.kind = 'turn' AND m.chunk_id = ANY(%s::uuid[])"
         f" AND (ps.chunk_id IS NULL OR sha256(convert_to(m.content, 'UTF8')) = ps.content_digest)"
-        f" AND (o.retention_until IS NULL OR o.retention_until > now())", params)
+        f" AND (o.retention_until IS NULL OR o.retention_until > now())", params, prepare=True)
     return {row[0]: row for row in cursor.fetchall()}
 
 
@@ -415,6 +432,10 @@ class QuestionEmbedding:
     def result(self):
         return self  # already done: stands in wherever a PendingEmbedding does
 
+    @property
+    def expected(self):
+        return self.vector is not None
+
 
 # Question embeddings run here while the request thread reads the lexical candidates: the model is compute the
 # database does not wait on, and each half takes about as long as the other (docs/decisions.md, "Speed").
@@ -427,6 +448,11 @@ class PendingEmbedding:
     def __init__(self, generation, embedder, question):
         self.generation = generation
         self._future = None if embedder is None else _question_pool.submit(_embed_one, embedder, question)
+
+    @property
+    def expected(self):
+        """Whether a vector is on its way (it may still fail): search plans its vector half by it."""
+        return self._future is not None
 
     def result(self):
         if self._future is None:
@@ -457,18 +483,38 @@ def begin_question_embedding(project, question):
 
 
 
-def _vector_half(cursor, generation, question_literal, *, subject, roles, candidates, pool, approximate):
-    """(vector candidates, whether the HNSW index served them): exact unless `approximate` (None: the route's rule,
-    exact unless `candidates` > 0 or the generation is large; True from recall); few vectors are read whole
-    whatever was allowed, unless `candidates` > 0 asks for the index (api.md §7.3)."""
+@dataclass(frozen=True)
+class VectorPlan:
+    """How a vector half reads, decided before the question vector is ready: whole (`exact`) or through the HNSW
+    index, whose settings are made already; `distance` is the SQL for it."""
+    subject: str | None
+    k: int
+    exact: bool
+    approximate: bool  # the HNSW index serves it
+    distance: str
+
+
+def _plan_vector_half(cursor, generation, *, subject, candidates, pool, approximate):
+    """The VectorPlan: exact unless `approximate` (None: the route's rule, exact unless `candidates` > 0 or the
+    generation is large; True from recall); few vectors are read whole whatever was allowed, unless `candidates` > 0
+    asks for the index (api.md §7.3)."""
     if approximate is None:
         exact = candidates == 0 and _small_generation(cursor, generation)
     else:
         exact = not approximate
     if not exact and candidates == 0 and _few_vectors(cursor, generation, subject):
         exact = True
-    found = _vector(cursor, generation, question_literal, subject, roles, candidates or pool, exact=exact)
-    return found, not exact and generation.dimensions in INDEXED_DIMENSIONS
+    k = candidates or pool
+    distance = distance_to_question(cursor, "pv", generation.dimensions, k, exact=exact, filtered=bool(subject))
+    return VectorPlan(subject=subject, k=k, exact=exact,
+                      approximate=not exact and generation.dimensions in INDEXED_DIMENSIONS, distance=distance)
+
+
+def _vector_half(cursor, generation, question_literal, plan, *, roles):
+    """(vector candidates, whether the HNSW index served them), read as `plan` says."""
+    found = _vector(cursor, generation, question_literal, plan.subject, roles, plan.k, exact=plan.exact,
+                    distance=plan.distance)
+    return found, plan.approximate
 
 
 def _pool(limit, candidates):
@@ -509,22 +555,39 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
         if lexical is None:
             lexical = _lexical_halves(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool),
                                       _named(data_subject_id, named_subjects))
+        # What does not need the question vector runs before waiting for it (the model is the longer half at
+        # scale): the vector half's plan and index settings, and the coverage.
+        generation = pending.generation
+        plan = None
+        if pending.expected:
+            plan = _plan_vector_half(cursor, generation, subject=data_subject_id, candidates=candidates, pool=pool,
+                                     approximate=approximate)
+        through, covered, lexical_behind = None, None, False
+        if with_coverage:
+            stored = lexical.stored
+            through, covered = coverage(cursor, project, generation.generation_id if pending.expected else None,
+                                        generation.covered_through_offset if pending.expected else None,
+                                        through=stored - 1 if stored else None, indexed=lexical.indexed)
+            reach = through if lexical.reach is None else lexical.reach
+            lexical_behind = through is not None and reach < through
         waiting = time.perf_counter()
         embedded = pending.result()
         embed_wait_ms = (time.perf_counter() - waiting) * 1000  # 0 for an embedding the caller already awaited
-        generation, question_vector, embed_ms = embedded.generation, embedded.vector, embedded.ms
+        question_vector, embed_ms = embedded.vector, embedded.ms
         semantic = question_vector is not None
+        if with_coverage and not semantic:
+            # Lexical only (or the model failed after all): the coverage is the lexical half's.
+            covered = (reach if reach >= 0 else None) if lexical_behind else None
         question_literal = vector_literal(question_vector) if semantic else None  # once: 384 reprs cost ~0.5 ms
-        vector = []
+        vector, named_rankings = [], []
         if semantic:
-            vector, used_index = _vector_half(cursor, generation, question_literal, subject=data_subject_id,
-                                              roles=roles, candidates=candidates, pool=pool, approximate=approximate)
-        named_rankings = []
+            vector, used_index = _vector_half(cursor, generation, question_literal, plan, roles=roles)
         for each, named_lexical in lexical.named:
             named_rankings.append([c for c, _, _ in named_lexical])
-            if semantic:
-                named_vector, _ = _vector_half(cursor, generation, question_literal, subject=each, roles=roles,
-                                               candidates=candidates, pool=pool, approximate=approximate)
+            if semantic:  # each plan makes its own index settings, so it is made just before its read
+                named_plan = _plan_vector_half(cursor, generation, subject=each, candidates=candidates, pool=pool,
+                                               approximate=approximate)
+                named_vector, _ = _vector_half(cursor, generation, question_literal, named_plan, roles=roles)
                 named_rankings.append([c for c, _ in named_vector])
         fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], *named_rankings)
         if named_rankings:
@@ -535,37 +598,29 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
         lexical_weight = {c: w for _, named_lexical in lexical.named for c, _, w in named_lexical}
         lexical_weight.update((c, w) for c, _, w in lexical)
         hits = []
-        # Re-read a few more than asked for; only when changed or expired messages leave the answer short is the
-        # next stretch of the fused order read.
-        start, stretch = 0, limit + HYDRATE_SPARE
-        while len(hits) < limit and start < len(fused):
-            batch = fused[start:start + stretch]
-            start, stretch = start + len(batch), limit * 2 + HYDRATE_SPARE
-            rows = _hydrate(cursor, project, batch, str(generation.generation_id) if semantic else None,
-                            question_literal)
-            for chunk in batch:
-                row = rows.get(chunk)
-                if row is None:
-                    continue
-                if semantic and row[8] is None and chunk not in lexical_weight:
-                    continue  # a vector whose source changed: never returned
-                similarity = row[8] if semantic and row[8] is not None else lexical_weight.get(chunk, 0.0)
-                hits.append(Hit(chunk_id=row[0], source_id=row[1], ordinal=row[2], role=row[3], content=row[4],
-                                occurred_at=row[5], message_bytes=row[6], content_digest=row[7],
-                                similarity=round(float(similarity), 4)))
-                if len(hits) == limit:
-                    break
+        # Django's connection and this transaction, through a psycopg cursor so the hydration is prepared.
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as prepared:
+            # Re-read a few more than asked for; only when changed or expired messages leave the answer short is the
+            # next stretch of the fused order read.
+            start, stretch = 0, limit + HYDRATE_SPARE
+            while len(hits) < limit and start < len(fused):
+                batch = fused[start:start + stretch]
+                start, stretch = start + len(batch), limit * 2 + HYDRATE_SPARE
+                rows = _hydrate(prepared, project, batch, str(generation.generation_id) if semantic else None,
+                                question_literal)
+                for chunk in batch:
+                    row = rows.get(chunk)
+                    if row is None:
+                        continue
+                    if semantic and row[8] is None and chunk not in lexical_weight:
+                        continue  # a vector whose source changed: never returned
+                    similarity = row[8] if semantic and row[8] is not None else lexical_weight.get(chunk, 0.0)
+                    hits.append(Hit(chunk_id=row[0], source_id=row[1], ordinal=row[2], role=row[3], content=row[4],
+                                    occurred_at=row[5], message_bytes=row[6], content_digest=row[7],
+                                    similarity=round(float(similarity), 4)))
+                    if len(hits) == limit:
+                        break
         generation_id = str(generation.generation_id) if generation is not None else ""
-        through, covered, lexical_behind = None, None, False
-        if with_coverage:
-            stored = lexical.stored
-            through, covered = coverage(cursor, project, generation.generation_id if semantic else None,
-                                        generation.covered_through_offset if semantic else None,
-                                        through=stored - 1 if stored else None, indexed=lexical.indexed)
-            reach = through if lexical.reach is None else lexical.reach
-            lexical_behind = through is not None and reach < through
-            if not semantic and lexical_behind:
-                covered = reach if reach >= 0 else None
     if semantic:
         complete = covered is not None and through is not None and covered >= through and not lexical_behind
         state = "complete" if complete else "catching_up"

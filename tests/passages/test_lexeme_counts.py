@@ -98,6 +98,25 @@ def test_a_rare_word_and_a_pair_of_common_words_find_their_messages_past_the_bud
     assert len(sources) <= 1 + 1 + 3
 
 
+def test_a_word_past_the_budget_is_sampled_while_the_pairs_are_read_in_full(project, monkeypatch):
+    monkeypatch.setattr(passages, "LEXICAL_BUDGET", 3)
+    monkeypatch.setattr(passages, "OVERFLOW_SAMPLE", 2)
+    for n in range(8):
+        observe_turn(project, f"Notes about the garden, entry {n}.")
+    for n in range(8):
+        observe_turn(project, f"Notes about the kettle, entry {n}.")
+    both = observe_turn(project, "The garden kettle is rusty.")
+    lexical_index.follow(project)
+    found = passages.search(project=project, question="the garden kettle")
+    sources = [h.source_id for h in found.hits]
+    # "garden" (9 messages) passes the budget on its own: its arm reads a sample of 2; the pair arm finds the one
+    # message holding both words, which leads.
+    assert sources[0] == str(both.id)
+    assert len(sources) <= 3
+    monkeypatch.setattr(passages, "OVERFLOW_SAMPLE", 5)
+    assert len(passages.search(project=project, question="the garden kettle").hits) > 3
+
+
 def test_the_arms_are_the_rarest_words_then_the_pairs(project):
     counts_by_word = {"heron": 1, "garden": 900, "kettle": 950, "note": 5000}
     idf = {w: 1.0 / n for w, n in counts_by_word.items()}
