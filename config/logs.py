@@ -13,8 +13,9 @@ REQUEST_FIELDS = ("request_id", "op", "method", "route", "status", "duration_ms"
 
 # Celery's per-message lines ("Sending due task …", "Task … received", "Task … succeeded in 0.01s") would
 # print every few seconds forever; they log at WARNING and above only. Our task wrappers say at INFO when
-# a periodic pass did something and at DEBUG when it did nothing.
-QUIET_LOGGERS = ("celery.beat", "celery.app.trace", "celery.worker.strategy")
+# a periodic pass did something and at DEBUG when it did nothing. A sweep expires with its interval, so a worker
+# busy past it discards the stale one ("Discarding revoked task", celery.worker.request at INFO): routine too.
+QUIET_LOGGERS = ("celery.beat", "celery.app.trace", "celery.worker.strategy", "celery.worker.request")
 
 
 class JsonFormatter(logging.Formatter):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import psycopg
 from django.db import connection, transaction
 
-from . import embedders, lexeme_counts, lexical_index
+from . import embedders, lexeme_counts, lexical_index, self_reference
 from .lexeme_counts import tsquery_literal
 from .models import EmbeddingGeneration
 from .passage_schema import INDEXED_DIMENSIONS
@@ -228,6 +228,8 @@ class Lexical(list):
         self.reach = reach
         self.indexed = indexed  # the follower's cursor: messages after it have no source (and so no vector) yet
         self.named = []  # [(subject, Lexical over that subject's messages)] for the named speakers
+        # {subject: the question in that person's own words, being embedded} for their vector halves
+        self.named_embeddings = {}
 
 
 def _bm25(weight, lexeme_count):
@@ -447,7 +449,15 @@ class PendingEmbedding:
 
     def __init__(self, generation, embedder, question):
         self.generation = generation
+        self.question = question
+        self._embedder = embedder
         self._future = None if embedder is None else _question_pool.submit(_embed_one, embedder, question)
+
+    def reworded(self, question):
+        """The same model embedding another wording (itself when the wording is the same)."""
+        if question == self.question or self._embedder is None:
+            return self
+        return PendingEmbedding(self.generation, self._embedder, question)
 
     @property
     def expected(self):
@@ -475,10 +485,16 @@ def _embed_one(embedder, question):
     return vector, (time.perf_counter() - started) * 1000
 
 
-def begin_question_embedding(project, question):
+def begin_question_embedding(project, question, subject=None):
     """Start embedding the question under the active generation's model (the generation is read here, in the
-    caller's connection; only the model runs in the pool). Passages and semantic anchors share one."""
+    caller's connection; only the model runs in the pool). Passages and semantic anchors share one. With a
+    `subject`, whose messages alone are searched, the names they go by are put in the first person first
+    (memory.self_reference)."""
     generation, embedder = usable(project)
+    if embedder is not None and subject:
+        with connection.cursor() as cursor:
+            names = self_reference.subject_names(cursor, project=project, subject=subject)
+        question = self_reference.in_own_words(question, names)
     return PendingEmbedding(generation, embedder, question)
 
 
@@ -528,18 +544,30 @@ def _named(data_subject_id, named_subjects):
     return list(dict.fromkeys(named_subjects))[:MAX_NAMED_SUBJECTS]
 
 
-def _lexical_halves(cursor, project, question, subject, roles, k, named):
+def _lexical_halves(cursor, project, question, subject, roles, k, named, pending=None):
+    """The lexical half, and each named speaker's; with `pending` (the question's embedding under way), each named
+    speaker's vector half gets the question in their own words, whose embedding starts here, before the lexical
+    statements (docs/decisions.md, "The subject's own words")."""
+    reworded = {}
+    if named and isinstance(pending, PendingEmbedding) and pending.expected:
+        with connection.cursor() as names_cursor:
+            for each in named:
+                names = self_reference.subject_names(names_cursor, project=project, subject=each)
+                reworded[each] = pending.reworded(self_reference.in_own_words(question, names))
     found = _lexical(cursor, project, question, subject, roles, k)
     found.named = [(each, _lexical(cursor, project, question, each, roles, k)) for each in named]
+    found.named_embeddings = reworded
     return found
 
 
-def lexical_candidates(cursor, *, project, question, limit, data_subject_id=None, roles=None, named_subjects=()):
+def lexical_candidates(cursor, *, project, question, limit, data_subject_id=None, roles=None, named_subjects=(),
+                       question_embedding=None):
     """The lexical half of `search` on its own, for a caller that reads it while the question is still being
     embedded (recall, before its semantic anchors wait for the vector); pass the result to `search`, which takes
-    the named subjects' rankings from it."""
+    the named subjects' rankings (and their own-words embeddings, started from `question_embedding`) from it."""
     return _lexical_halves(cursor, project, question, data_subject_id, roles,
-                           max(LEXICAL_CANDIDATES, _pool(limit, 0)), _named(data_subject_id, named_subjects))
+                           max(LEXICAL_CANDIDATES, _pool(limit, 0)), _named(data_subject_id, named_subjects),
+                           question_embedding)
 
 
 def search(*, project, question, limit=10, candidates=0, data_subject_id=None, roles=None, approximate=None,
@@ -548,13 +576,13 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
     generation is large); recall passes True. Without a subject, `named_subjects` (the speakers a question
     names, found by recall; carried by `lexical` when given) lead with their own messages (docs/decisions.md,
     "Named speakers steer passages"). Never raises for a missing semantic surface."""
-    pending = question_embedding or begin_question_embedding(project, question)
+    pending = question_embedding or begin_question_embedding(project, question, data_subject_id)
     pool = _pool(limit, candidates)
     used_index = False
     with transaction.atomic(), connection.cursor() as cursor:
         if lexical is None:
             lexical = _lexical_halves(cursor, project, question, data_subject_id, roles, max(LEXICAL_CANDIDATES, pool),
-                                      _named(data_subject_id, named_subjects))
+                                      _named(data_subject_id, named_subjects), pending)
         # What does not need the question vector runs before waiting for it (the model is the longer half at
         # scale): the vector half's plan and index settings, and the coverage.
         generation = pending.generation
@@ -587,7 +615,10 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
             if semantic:  # each plan makes its own index settings, so it is made just before its read
                 named_plan = _plan_vector_half(cursor, generation, subject=each, candidates=candidates, pool=pool,
                                                approximate=approximate)
-                named_vector, _ = _vector_half(cursor, generation, question_literal, named_plan, roles=roles)
+                own_words = lexical.named_embeddings.get(each)
+                own_vector = own_words.result().vector if own_words is not None else None
+                named_literal = question_literal if own_vector is None else vector_literal(own_vector)
+                named_vector, _ = _vector_half(cursor, generation, named_literal, named_plan, roles=roles)
                 named_rankings.append([c for c, _ in named_vector])
         fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], *named_rankings)
         if named_rankings:

@@ -14,6 +14,7 @@ from core.text import WHITE_SPACE, normalize
 
 from . import entity_candidates, passages
 from .evidence import CONTEXT_WINDOW, legible
+from .self_reference import CURRENT_NAME_FACT
 
 MAX_QUESTION_BYTES = 8192
 MAX_TERMS = 512
@@ -169,8 +170,7 @@ _ANCHOR_SUBJECT = (
 # data subject. The anchor shows the name, never the subject id.
 _SPEAKER_BY_GIVEN_NAME = (  # entity o: a name the question used; s: the speaker whose current has_name it is
     " FROM entity o"
-    " JOIN fact f ON f.object_entity_id = o.entity_id AND f.scope = o.scope AND f.predicate = 'has_name'"
-    "  AND upper_inf(f.valid) AND upper_inf(f.known) AND (f.retention_until IS NULL OR f.retention_until > now())"
+    f" JOIN fact f ON f.object_entity_id = o.entity_id AND f.scope = o.scope AND {CURRENT_NAME_FACT}"
     " JOIN entity s ON s.entity_id = f.subject_entity_id AND s.identity_kind = 'speaker'"
     " WHERE o.scope = %(project)s AND o.identity_kind = 'named' AND o.normalized_name = ANY(%(terms)s::text[])"
 )
@@ -446,7 +446,8 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
     subject = data_subject_id or None
     rows, capped = [], False
     # Passages always embed the question: start now, so the model runs while the facts are read.
-    embedding = passages.begin_question_embedding(project, question) if "passages" in applied.surfaces else None
+    embedding = passages.begin_question_embedding(project, question, subject) if "passages" in applied.surfaces \
+        else None
     semantic_ran = False
     lexical = None
     with _snapshot(), connection.wrap_database_errors, _prepared_cursor() as cursor:
@@ -456,9 +457,10 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
             named_speakers = [] if subject else _named_subjects(cursor, project, found)  # spares the statement
             lexical = passages.lexical_candidates(cursor, project=project, question=question,
                                                   limit=MAX_RECALL_PASSAGES, data_subject_id=subject,
-                                                  roles=applied.source_roles, named_subjects=named_speakers)
+                                                  roles=applied.source_roles, named_subjects=named_speakers,
+                                                  question_embedding=embedding)
         if "facts" in applied.surfaces and not anchors:
-            embedding = (embedding or passages.begin_question_embedding(project, question)).result()
+            embedding = (embedding or passages.begin_question_embedding(project, question, subject)).result()
             semantic_ran, anchors = _semantic_anchors(cursor, project, embedding, subject)
         if "facts" in applied.surfaces and anchors:
             sql, params = walk_statement(
