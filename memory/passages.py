@@ -498,7 +498,6 @@ def begin_question_embedding(project, question, subject=None):
     return PendingEmbedding(generation, embedder, question)
 
 
-
 @dataclass(frozen=True)
 class VectorPlan:
     """How a vector half reads, decided before the question vector is ready: whole (`exact`) or through the HNSW
@@ -551,9 +550,8 @@ def _lexical_halves(cursor, project, question, subject, roles, k, named, pending
     reworded = {}
     if named and isinstance(pending, PendingEmbedding) and pending.expected:
         with connection.cursor() as names_cursor:
-            for each in named:
-                names = self_reference.subject_names(names_cursor, project=project, subject=each)
-                reworded[each] = pending.reworded(self_reference.in_own_words(question, names))
+            names = self_reference.names_of(names_cursor, project=project, subjects=named)
+        reworded = {each: pending.reworded(self_reference.in_own_words(question, names[each])) for each in named}
     found = _lexical(cursor, project, question, subject, roles, k)
     found.named = [(each, _lexical(cursor, project, question, each, roles, k)) for each in named]
     found.named_embeddings = reworded

@@ -51,6 +51,9 @@ def test_the_names_a_subject_goes_by(project):
         maya = dict(self_reference.subject_names(cursor, project=project, subject=MAYA))
         ana = dict(self_reference.subject_names(cursor, project=project, subject=registered.id))
         nobody = self_reference.subject_names(cursor, project=project, subject="zz-9")
+        both = self_reference.names_of(cursor, project=project, subjects=[MAYA, registered.id])  # one statement
+    assert both == {MAYA: sorted(maya.items(), key=lambda n: (-len(n[0]), n[0])),
+                    registered.id: sorted(ana.items(), key=lambda n: (-len(n[0]), n[0]))}
     assert maya == {"caroline": False, "maya": True}
     # The label as registered names her however written; its words and her reference's only as names.
     assert ana["ana lima"] is False and ana["ana"] is True and ana["lima"] is True and ana["example"] is True
