@@ -232,6 +232,19 @@ def _named_subjects(cursor, project, found):
     return sorted(subjects) if len(subjects) <= passages.MAX_NAMED_SUBJECTS else []
 
 
+def named_subjects(*, project, question):
+    """The subjects of the people `question` names, for a passage search without a subject to lead with their own
+    messages as recall does; none for a question past recall's term limits (the search still answers it)."""
+    try:
+        found = check_question(question)
+    except Invalid:
+        return []
+    if not found:
+        return []
+    with connection.wrap_database_errors, _prepared_cursor() as cursor:
+        return _named_subjects(cursor, project, found)
+
+
 def _anchors(cursor, project, found, subject):
     named = _ANCHOR_NAMED + ("" if subject else _ANCHOR_SPEAKER_NAMES)
     sql = named + (_ANCHOR_SUBJECT if subject else "") + f" LIMIT {MAX_ANCHORS + 1}"

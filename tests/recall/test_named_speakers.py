@@ -12,7 +12,7 @@ from formation.rules_v2 import RulesV2Proposer
 from governance.subjects import register_subject
 from memory import passages, recall
 
-from .conftest import observe_turn, recall_ok
+from .conftest import observe_turn, post, recall_ok
 
 pytestmark = pytest.mark.django_db
 CAROLINE = "subject-7d1c0a9e-caroline"
@@ -125,6 +125,29 @@ def test_a_name_the_subject_id_spells_steers_the_passages_of_a_recall_without_su
     # Only a recall without a subject is steered: with one, only that person's messages answer.
     other = recall_ok(auth, question=CAMPING, data_subject_id="c09-person-2")
     assert [p["quote"] for p in other["passages"]] == [MENTIONS]
+
+
+def _passages(auth, **body):
+    response = post(auth, "/v1/passages/search", body)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_a_named_speakers_own_messages_lead_a_passage_search_without_subject(project, auth):
+    caroline = "c11-caroline"
+    _speaker_with_a_fact(project, caroline)
+    _camping(project, caroline, "c11-person-2")
+    found = _passages(auth, question=CAMPING)
+    assert [p["preview"] for p in found["passages"][:2]] == [OWN, MENTIONS]
+    assert caroline not in json.dumps(found)
+    # With a subject, only that person's messages answer, whoever the question names.
+    other = _passages(auth, question=CAMPING, data_subject_id="c11-person-2")
+    assert [p["preview"] for p in other["passages"]] == [MENTIONS]
+    # Three ids spell "caroline": the name is ambiguous and steers nothing; the words decide.
+    for n in (2, 3):
+        _speaker_with_a_fact(project, f"caroline-{n}")
+    form(project)
+    assert _passages(auth, question=CAMPING)["passages"][0]["preview"] == MENTIONS
 
 
 def test_a_word_many_subject_ids_spell_names_nobody_and_leaves_the_other_names(project, auth):
