@@ -169,12 +169,14 @@ class PassagesSearchView(V1View):
     def handle(self, caller, body):
         role = body.get("source_role", "")
         subject = body.get("data_subject_id") or None
-        # Without a subject, the people the question names lead with their own messages, as in a recall.
+        # The model starts first; meanwhile, without a subject, the people the question names are found, whose own
+        # messages then lead, as in a recall.
+        embedding = passages.begin_question_embedding(caller.project, body["question"], subject)
         named = () if subject else recall.named_subjects(project=caller.project, question=body["question"])
         found = passages.search(
             project=caller.project, question=body["question"], limit=body.get("limit", DEFAULT_SEARCH_LIMIT),
             candidates=body.get("candidates", 0), data_subject_id=subject, roles=(role,) if role else None,
-            named_subjects=named)
+            named_subjects=named, question_embedding=embedding)
         items = []
         for hit in found.hits:
             text, byte_end, complete = passages.preview(hit.content)
