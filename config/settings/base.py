@@ -85,6 +85,12 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Parameters travel apart from the statement text (psycopg 3 server-side binding), so a failing or logged
 # statement never carries a value: the database server's log stays outside erasure's reach (docs/database-roles.md).
 DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
+# Django turns psycopg's prepared statements off (prepare_threshold None, for transaction-mode poolers), which also
+# ignores the `prepare=True` of the few statements whose planning costs more than their run (the passage hydration,
+# recall's anchors and walk). A threshold no statement reaches prepares those and nothing else; behind a pooler that
+# cannot carry prepared statements (PgBouncer before 1.21), set MEMOIR_DB_PREPARED_STATEMENTS=false.
+if env.bool("MEMOIR_DB_PREPARED_STATEMENTS", default=True):
+    DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)
 
 # Two roles (docs/database-roles.md): DATABASE_URL is the runtime role the web and workers use; the owner role
 # in MIGRATION_DATABASE_URL runs `migrate` and owns tables, triggers and functions. Unset means one role does both.
