@@ -87,7 +87,7 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
 # Django turns psycopg's prepared statements off (prepare_threshold None, for transaction-mode poolers), which also
 # ignores the `prepare=True` of the few statements whose planning costs more than their run (the passage hydration,
-# recall's anchors and walk). A threshold no statement reaches prepares those and nothing else; behind a pooler that
+# recall's anchors, named-speaker lookup and walk). A threshold no statement reaches prepares those and nothing else; behind a pooler that
 # cannot carry prepared statements (PgBouncer before 1.21), set MEMOIR_DB_PREPARED_STATEMENTS=false.
 if env.bool("MEMOIR_DB_PREPARED_STATEMENTS", default=True):
     DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)

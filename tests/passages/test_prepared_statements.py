@@ -32,10 +32,10 @@ def kinds(statements):
 
 
 def test_hydration_and_recall_statements_run_prepared_and_nothing_else(project, auth):
+    before = prepared()  # this connection may carry earlier tests' statements
     observe_turn(project, "I'm Caroline, by the way. I live in Boston.", subject=CAROLINE)
     observe_turn(project, "We adopted a beagle called Biscuit last spring.", subject=CAROLINE)
     drain(project, proposer=RulesV2Proposer())
-    before = prepared()  # this connection may carry earlier tests' statements
 
     found = passages.search(project=project, question="What dog did Caroline adopt?")
     assert "We adopted a beagle called Biscuit last spring." in [hit.content for hit in found.hits]
