@@ -1,4 +1,5 @@
 """Shared helpers for the benchmarks: a dedicated, migrated bench database and timing summaries."""
+import importlib.util
 import os
 import re
 import statistics
@@ -23,6 +24,14 @@ def project_path_first():
 project_path_first()
 # Celery's Django fixup puts the working directory first on sys.path; make that the repository root.
 os.chdir(ROOT)
+
+def bench_module(name):
+    """A helper module of bench/ by its file (bench/ is kept off the import path, above)."""
+    spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 BENCH_DB = os.environ.get("MEMOIR_BENCH_DB", "memoir_bench")
 

@@ -477,7 +477,8 @@ def raw_part(generation_id, questions, question_vectors):
                 t1 = time.perf_counter()
                 lexical = passages._lexical(cur, PROJECT, q, None, None, passages.LEXICAL_CANDIDATES)
                 t2 = time.perf_counter()
-                fused = passages.fuse([c for c, _, _ in lexical], [c for c, _ in vector])
+                fused = passages.fuse([c for c, _, _ in lexical], [c for c, _ in vector],
+                                      weights=[1.0, passages.VECTOR_WEIGHT])
                 passages._hydrate(cur, PROJECT, fused[:hydrated], generation_id, lit)
                 t3 = time.perf_counter()
             for key, value in zip(keys, (t_rare - t0, t1 - t_rare, t2 - t1, t3 - t2, t3 - t0 - (t1 - t_rare))):

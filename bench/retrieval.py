@@ -1,7 +1,8 @@
 """Retrieval quality on the labelled set (bench/data/retrieval_conversations.json): loads every message as its
 own turn through the HTTP API into a fresh project, waits for formation and passage coverage, then prints
 hit@1/5/10 per method (recall with/without subject, passages search, BM25 alone, MiniLM vectors alone).
-Run: `.venv/bin/python bench/retrieval.py` (or `make bench`); `--baselines-only` skips the server."""
+Run: `.venv/bin/python bench/retrieval.py` (or `make bench`); `--baselines-only` skips the server; `--locomo FILE`
+measures a LoCoMo-format file of real conversations instead (not shipped here: README, "Retrieval quality")."""
 import argparse
 import json
 import logging
@@ -13,7 +14,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 
-from _common import BENCH_DIR, bench_url, ensure_bench_database, setup_django, summary
+from _common import BENCH_DIR, bench_module, bench_url, ensure_bench_database, setup_django, summary
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
@@ -372,9 +373,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baselines-only", action="store_true", help="BM25 and vectors only; no server")
     parser.add_argument("--json", help="write every method's ranked message ids per question to this file")
+    parser.add_argument("--locomo", metavar="FILE", help="a LoCoMo-format file (a list of samples with qa and"
+                        " conversation) to measure instead of the labelled set")
+    parser.add_argument("--samples", type=int, help="with --locomo: only the first N samples")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    data = json.loads(SET_PATH.read_text(encoding="utf-8"))
+    if args.locomo:
+        data = bench_module("_locomo").locomo_set(args.locomo, args.samples)
+    else:
+        data = json.loads(SET_PATH.read_text(encoding="utf-8"))
     messages = sum(len(s["messages"]) for c in data["conversations"] for s in c["sessions"])
     print(f"retrieval benchmark: {len(data['conversations'])} conversations, {messages} messages,"
           f" {len(data['questions'])} questions, {os.cpu_count()} cores", flush=True)

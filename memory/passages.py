@@ -19,7 +19,11 @@ from .passage_schema import INDEXED_DIMENSIONS
 
 logger = logging.getLogger(__name__)
 
-RRF_K = 60
+# Reciprocal rank fusion: a small k trusts each ranking's top, and the vector ranking counts VECTOR_WEIGHT times a
+# lexical one (a lexical ranking's deep ranks are messages sharing one common word). Chosen on real conversations
+# and our labelled set together; flat for k 2..10, weight 1.25..1.75 (docs/decisions.md, "Fusion").
+RRF_K = 2
+VECTOR_WEIGHT = 1.25
 # Messages one lexical candidate arm reads at most; the spec's ceiling on candidates (docs/decisions.md).
 LEXICAL_BUDGET = 1000
 # Lexemes, the most telling first, among which any two held together find a candidate.
@@ -387,13 +391,14 @@ def _count_up_to(cursor, generation, bound, subject=None):
     return count, float(stored)
 
 
-def fuse(*rankings):
-    """Reciprocal rank fusion: sum of 1/(RRF_K + rank) over the rankings a chunk appears in. Ties go to the
-    better rank in the first ranking (lexical: the message shares the question's words), then the chunk id."""
+def fuse(*rankings, weights=None):
+    """Reciprocal rank fusion: sum of weight/(RRF_K + rank) over the rankings a chunk appears in (`weights`, one
+    per ranking, default 1). Ties go to the better rank in the first ranking (lexical: the message shares the
+    question's words), then the chunk id."""
     scores = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights or [1.0] * len(rankings), strict=True):
         for rank, chunk in enumerate(ranking, start=1):
-            scores[chunk] = scores.get(chunk, 0.0) + 1.0 / (RRF_K + rank)
+            scores[chunk] = scores.get(chunk, 0.0) + weight / (RRF_K + rank)
     first = {chunk: rank for rank, chunk in enumerate(rankings[0] if rankings else [])}
     return sorted(scores, key=lambda chunk: (-scores[chunk], first.get(chunk, len(first)), chunk))
 
@@ -605,11 +610,12 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
             # Lexical only (or the model failed after all): the coverage is the lexical half's.
             covered = (reach if reach >= 0 else None) if lexical_behind else None
         question_literal = vector_literal(question_vector) if semantic else None  # once: 384 reprs cost ~0.5 ms
-        vector, named_rankings = [], []
+        vector, named_rankings, named_weights = [], [], []
         if semantic:
             vector, used_index = _vector_half(cursor, generation, question_literal, plan, roles=roles)
         for each, named_lexical in lexical.named:
             named_rankings.append([c for c, _, _ in named_lexical])
+            named_weights.append(1.0)
             if semantic:  # each plan makes its own index settings, so it is made just before its read
                 named_plan = _plan_vector_half(cursor, generation, subject=each, candidates=candidates, pool=pool,
                                                approximate=approximate)
@@ -618,10 +624,12 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
                 named_literal = question_literal if own_vector is None else vector_literal(own_vector)
                 named_vector, _ = _vector_half(cursor, generation, named_literal, named_plan, roles=roles)
                 named_rankings.append([c for c, _ in named_vector])
-        fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], *named_rankings)
+                named_weights.append(VECTOR_WEIGHT)
+        fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], *named_rankings,
+                     weights=[1.0, VECTOR_WEIGHT, *named_weights])
         if named_rankings:
             # The named people's own best messages first (half the answer), then everything in fused order.
-            first = fuse(*named_rankings)[:max(1, limit // 2)]
+            first = fuse(*named_rankings, weights=named_weights)[:max(1, limit // 2)]
             chosen = set(first)
             fused = first + [c for c in fused if c not in chosen]
         lexical_weight = {c: w for _, named_lexical in lexical.named for c, _, w in named_lexical}

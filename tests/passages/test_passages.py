@@ -131,7 +131,9 @@ def test_a_new_message_is_not_covered_until_the_follower_embeds_it(project, fake
     observe_turn(project, "Second words about kayaks.")
     found = passages.search(project=project, question="kayaks")
     assert found.build_state == "catching_up" and found.covered_through_offset == 0 and found.through_offset == 1
-    assert found.hits[0].content == "Second words about kayaks."  # lexically, meanwhile
+    # Found lexically meanwhile; the vector half's nearest (weighted above a lexical rank) may lead it.
+    assert [hit.content for hit in found.hits] == ["First words.", "Second words about kayaks."]
+    assert found.hits[1].similarity > 0  # the share of the question's weight it matches: no vector yet
     assert generations.follow(project, budget=30) == 1
     assert passages.search(project=project, question="kayaks").build_state == "complete"
 
