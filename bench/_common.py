@@ -25,6 +25,7 @@ project_path_first()
 # Celery's Django fixup puts the working directory first on sys.path; make that the repository root.
 os.chdir(ROOT)
 
+
 def bench_module(name):
     """A helper module of bench/ by its file (bench/ is kept off the import path, above)."""
     spec = importlib.util.spec_from_file_location(name, BENCH_DIR / f"{name}.py")
