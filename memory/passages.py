@@ -628,8 +628,9 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
         fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], *named_rankings,
                      weights=[1.0, VECTOR_WEIGHT, *named_weights])
         if named_rankings:
-            # The named people's own best messages first (half the answer), then everything in fused order.
-            first = fuse(*named_rankings, weights=named_weights)[:max(1, limit // 2)]
+            # The named people's own messages first, in their rankings' fused order; everyone else's follow only
+            # where theirs run out (docs/decisions.md, "Named speakers steer passages").
+            first = fuse(*named_rankings, weights=named_weights)
             chosen = set(first)
             fused = first + [c for c in fused if c not in chosen]
         lexical_weight = {c: w for _, named_lexical in lexical.named for c, _, w in named_lexical}

@@ -209,3 +209,22 @@ def test_the_named_subjects_statement_reads_names_through_their_indexes_among_th
                        {"project": project, "terms": ["maya"], "words": ["maya", "user"], "over": 3})
         plan = json.dumps(cursor.fetchone()[0])
     assert "entity_speaker_name_keys_idx" in plan and "data_subject_reference_name_keys_idx" in plan
+
+
+def test_the_named_speakers_own_messages_fill_the_answer_before_anyone_elses(project, auth):
+    caroline = "c12-caroline"
+    _speaker_with_a_fact(project, caroline)
+    observe_turn(project, OWN, subject=caroline)
+    gear = "The camping gear is still in the car."
+    observe_turn(project, gear, subject=caroline)
+    # Ten messages of someone else's that share more of the question's words than her second one does.
+    others = [f"Caroline is going camping again, trip number {n}, she says camping is everything." for n in range(10)]
+    for text in others:
+        observe_turn(project, text, subject="c12-person-2")
+    form(project)
+    # Her two, ahead of every message of the other person's (the half-answer rule put one of theirs second).
+    assert [p["preview"] for p in _passages(auth, question=CAMPING, limit=2)["passages"]] == [OWN, gear]
+    # Where her messages run out, everyone else's follow in the fused order.
+    found = [p["preview"] for p in _passages(auth, question=CAMPING, limit=4)["passages"]]
+    assert found[:2] == [OWN, gear] and set(found[2:]) <= set(others) and len(found) == 4
+    assert [p["quote"] for p in recall_ok(auth, question=CAMPING)["passages"]][:2] == [OWN, gear]
