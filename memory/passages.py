@@ -625,11 +625,11 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
                 named_vector, _ = _vector_half(cursor, generation, named_literal, named_plan, roles=roles)
                 named_rankings.append([c for c, _ in named_vector])
                 named_weights.append(VECTOR_WEIGHT)
-        fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], *named_rankings,
-                     weights=[1.0, VECTOR_WEIGHT, *named_weights])
+        fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], weights=[1.0, VECTOR_WEIGHT])
         if named_rankings:
             # The named people's own messages first, in their rankings' fused order; everyone else's follow only
-            # where theirs run out (docs/decisions.md, "Named speakers steer passages").
+            # where theirs run out (docs/decisions.md, "Named speakers steer passages"), so the named rankings
+            # have no say in the order of the rest.
             first = fuse(*named_rankings, weights=named_weights)
             chosen = set(first)
             fused = first + [c for c in fused if c not in chosen]
