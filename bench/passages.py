@@ -26,6 +26,7 @@ from _common import bench_url, ensure_bench_database, fmt, index_lexically, sent
 
 # core needs no settings; _common has put the repository first on the import path.
 from core.encoding import parse_server_timing
+from memory.passage_schema import hnsw_index, hnsw_index_name
 from tests.support.processes import WebServer
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -114,8 +115,10 @@ def load(conn):
 
 
 # What a server that has been answering holds in memory: the tables and indexes search and recall read.
+# The product's HNSW index for 384-d vectors (memory 0005: over half-precision casts).
+HNSW_INDEX = hnsw_index_name("passage_vector", DIMS, half=True)
 PREWARMED = ("passage_source", "passage_source_lexemes_idx", "passage_source_pkey", "passage_lexeme_count",
-             "passage_lexeme_count_key_idx", "passage_vector", "passage_vector_pkey", "passage_vector_hnsw_384",
+             "passage_lexeme_count_key_idx", "passage_vector", "passage_vector_pkey", HNSW_INDEX,
              "turn_message", "turn_message_chunk_id_key", "observation", "observation_pkey")
 
 
@@ -139,7 +142,7 @@ def prewarm():
 
 def hnsw_ready(conn):
     row = conn.execute("SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-                       " WHERE c.relname = 'passage_vector_hnsw_384'").fetchone()
+                       " WHERE c.relname = %s", [HNSW_INDEX]).fetchone()
     return bool(row and row[0])
 
 
@@ -150,7 +153,7 @@ def load_vectors(conn, generation_id):
                           [generation_id]).fetchone()[0]
     if stored < N:
         started = time.perf_counter()
-        conn.execute("DROP INDEX IF EXISTS passage_vector_hnsw_384")
+        conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
         # The lateral subquery is correlated only so it runs once per row; a Memoize node keyed on a column with
         # few values (PostgreSQL 18 chose one over `ordinal`) would hand every row the same "random" vector.
         conn.execute("SET enable_memoize = off")
@@ -182,11 +185,10 @@ def load_vectors(conn, generation_id):
         raise SystemExit(f"only {distinct} distinct vectors among {sample} sampled: drop them and load again")
     if not hnsw_ready(conn):
         started = time.perf_counter()
-        conn.execute("DROP INDEX IF EXISTS passage_vector_hnsw_384")
+        conn.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
         conn.execute(f"SET maintenance_work_mem = '{MAINTENANCE_WORK_MEM}'")
         conn.execute(f"SET max_parallel_maintenance_workers = {PARALLEL_WORKERS}")
-        conn.execute("CREATE INDEX passage_vector_hnsw_384 ON passage_vector USING hnsw ((embedding::vector(384))"
-                     " vector_cosine_ops) WHERE dimensions = 384")
+        conn.execute(hnsw_index("passage_vector", DIMS, half=True))
         conn.commit()
         phase(f"CREATE INDEX hnsw (maintenance_work_mem {MAINTENANCE_WORK_MEM},"
               f" {PARALLEL_WORKERS} parallel worker(s))", time.perf_counter() - started)

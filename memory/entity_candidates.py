@@ -127,7 +127,7 @@ def evidence_of(cursor, project, entity_ids):
 def _nearest(cursor, generation, question_vector, k, *, exact, subject):
     dims = generation.dimensions
     params = {"g": str(generation.generation_id), "q": vector_literal(question_vector), "k": k}
-    distance = passages.distance_to_question(cursor, "v", dims, k, exact=exact)
+    distance = passages.distance_to_question(cursor, "v", dims, k, exact=exact, table="entity_vector")
     subject_filter = ""
     if subject:
         # A subject's recall anchors only on entities that subject's own turns produced (as exact anchors do).
@@ -135,9 +135,9 @@ def _nearest(cursor, generation, question_vector, k, *, exact, subject):
                           " AND d.scope = v.scope AND d.projection_kind = 'entity' AND d.data_subject_id = %(s)s)")
         params["s"] = subject
     cursor.execute(
-        f"SELECT v.entity_id::text, v.evidence_digest, {distance} AS d FROM entity_vector v"
-        f" WHERE v.generation_id = %(g)s::uuid AND v.dimensions = {dims}{subject_filter} ORDER BY d LIMIT %(k)s",
-        params)
+        f"SELECT v.entity_id::text, v.evidence_digest, {passages.EXACT_DISTANCE.format(alias='v')} AS d"
+        f" FROM entity_vector v WHERE v.generation_id = %(g)s::uuid AND v.dimensions = {dims}{subject_filter}"
+        f" ORDER BY {distance} LIMIT %(k)s", params)
     # Exact re-rank of what the index returned in relaxed order.
     return sorted(((e, bytes(digest), float(d)) for e, digest, d in cursor.fetchall()), key=lambda r: (r[2], r[0]))
 

@@ -7,6 +7,7 @@ from django.db import DatabaseError
 TS_CONFIG = "english"
 # Dimensions that get an HNSW index (a partial expression index each); any other dimension is searched exactly.
 INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
+VECTOR_TABLES = ("passage_vector", "entity_vector")
 
 # Registered in projection_kind, keyed by the source observation (id_column source_id): erasure and retention
 # reach these rows through the selection's observations, with no projection_dependency row per message.
@@ -85,18 +86,50 @@ DROP TABLE passage_source;
 
 
 
-def hnsw_indexes(table):
-    """A partial HNSW cosine index per indexed dimension, on the `embedding` of a vector table."""
-    return "\n".join(
-        f"CREATE INDEX {table}_hnsw_{d} ON {table} USING hnsw ((embedding::vector({d})) vector_cosine_ops)"
-        f" WHERE dimensions = {d};"
-        for d in INDEXED_DIMENSIONS
-    )
+def hnsw_index_name(table, dims, *, half):
+    return f"{table}_hnsw_{'half_' if half else ''}{dims}"
 
 
-_HNSW = hnsw_indexes("passage_vector")
+def hnsw_indexes(table, *, half):
+    """A partial HNSW cosine index per indexed dimension, on the `embedding` of a vector table: over the vectors
+    cast to half precision where pgvector has halfvec (0.7+), else over the vectors as stored (docs/decisions.md,
+    "Half-precision HNSW"). IF NOT EXISTS: an operator may have built one beforehand, CONCURRENTLY."""
+    return "\n".join(hnsw_index(table, d, half=half) + ";" for d in INDEXED_DIMENSIONS)
 
-VECTOR_SQL = f"""
+
+def hnsw_index(table, dims, *, half):
+    kind, ops = ("halfvec", "halfvec_cosine_ops") if half else ("vector", "vector_cosine_ops")
+    return (f"CREATE INDEX IF NOT EXISTS {hnsw_index_name(table, dims, half=half)} ON {table} USING hnsw"
+            f" ((embedding::{kind}({dims})) {ops}) WHERE dimensions = {dims}")
+
+
+def halfvec_available(cursor):
+    """Whether the installed pgvector has the halfvec type (0.7.0 and later)."""
+    cursor.execute("SELECT to_regtype('halfvec') IS NOT NULL")
+    return bool(cursor.fetchone()[0])
+
+
+def _create_hnsw_indexes(cursor, table):
+    cursor.execute(hnsw_indexes(table, half=halfvec_available(cursor)))
+
+
+def use_half_precision_hnsw(connection, *, half=True):
+    """Replace each vector table's HNSW indexes by half-precision ones (`half`), or back; a no-op where the vector
+    tables do not exist or pgvector has no halfvec. Rebuilding costs minutes per million vectors."""
+    with connection.cursor() as cursor:
+        if half and not halfvec_available(cursor):
+            return
+        cursor.execute("SET LOCAL statement_timeout = 0")
+        for table in VECTOR_TABLES:
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [f"public.{table}"])
+            if not cursor.fetchone()[0]:
+                continue
+            cursor.execute(hnsw_indexes(table, half=half))
+            cursor.execute(";".join(f"DROP INDEX IF EXISTS {hnsw_index_name(table, d, half=not half)}"
+                                    for d in INDEXED_DIMENSIONS))
+
+
+VECTOR_SQL = """
 CREATE TABLE passage_vector (
   generation_id uuid NOT NULL REFERENCES embedding_generation (generation_id) ON DELETE CASCADE,
   chunk_id uuid NOT NULL REFERENCES passage_source (chunk_id) ON DELETE CASCADE,
@@ -113,7 +146,6 @@ CREATE TABLE passage_vector (
   CONSTRAINT passage_vector_dimensions_chk CHECK (vector_dims(embedding) = dimensions)
 );
 CREATE INDEX passage_vector_source_idx ON passage_vector (source_id);
-{_HNSW}
 """
 
 VECTOR_REVERSE = "DROP TABLE IF EXISTS passage_vector;"
@@ -143,6 +175,7 @@ def create_vector_storage(connection, transaction):
         cursor.execute("SELECT to_regclass('passage_vector') IS NOT NULL")
         if not cursor.fetchone()[0]:
             cursor.execute(VECTOR_SQL)
+            _create_hnsw_indexes(cursor, "passage_vector")
     return True
 
 
@@ -152,8 +185,6 @@ def create_vector_storage(connection, transaction):
 ENTITY_INPUT_FORMAT = "entity-evidence/v1"
 ENTITY_VECTOR_KIND = (
     "entity_vector", "entity_vector", "source_ids", "an entity's embedding (its names and quotes) in one generation")
-
-_ENTITY_HNSW = hnsw_indexes("entity_vector")
 
 ENTITY_VECTOR_SQL = f"""
 CREATE TABLE entity_vector (
@@ -174,7 +205,6 @@ CREATE TABLE entity_vector (
 );
 CREATE INDEX entity_vector_sources_idx ON entity_vector USING gin (source_ids);
 CREATE INDEX entity_vector_entity_idx ON entity_vector (entity_id);
-{_ENTITY_HNSW}
 """
 
 ENTITY_VECTOR_REVERSE = "DROP TABLE IF EXISTS entity_vector;"
@@ -187,6 +217,7 @@ def create_entity_vector_storage(connection):
         passages_ready, entities_ready = cursor.fetchone()
         if passages_ready and not entities_ready:
             cursor.execute(ENTITY_VECTOR_SQL)
+            _create_hnsw_indexes(cursor, "entity_vector")
         return passages_ready
 
 

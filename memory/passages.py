@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from . import embedders, lexeme_counts, lexical_index, self_reference
 from .lexeme_counts import tsquery_literal
 from .models import EmbeddingGeneration
-from .passage_schema import INDEXED_DIMENSIONS
+from .passage_schema import INDEXED_DIMENSIONS, hnsw_index_name
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +101,7 @@ class SearchResult:
 
 
 _storage = {}
+_hnsw_kinds = {}
 _storage_lock = threading.Lock()
 
 
@@ -315,8 +316,9 @@ def _vector(cursor, generation, question_literal, subject, roles, k, *, exact, d
     if distance is None:
         distance = distance_to_question(cursor, "pv", dims, k, exact=exact, filtered=bool(subject))
     cursor.execute(
-        f"SELECT pv.chunk_id::text, {distance} AS d FROM passage_vector pv"
-        f" WHERE pv.generation_id = %(g)s::uuid AND pv.dimensions = {dims}{filters} ORDER BY d LIMIT %(k)s", params)
+        f"SELECT pv.chunk_id::text, {EXACT_DISTANCE.format(alias='pv')} AS d FROM passage_vector pv"
+        f" WHERE pv.generation_id = %(g)s::uuid AND pv.dimensions = {dims}{filters} ORDER BY {distance} LIMIT %(k)s",
+        params)
     rows = cursor.fetchall()
     # Exact re-rank: relaxed ordering from the index is put back in true distance order.
     return sorted(((chunk, float(d)) for chunk, d in rows), key=lambda r: (r[1], r[0]))
@@ -330,18 +332,39 @@ _large_subjects = {}  # (generation, subject) last counted above EXACT_SUBJECT_V
 LARGE_VERDICT_SECONDS = 60.0
 
 
-def distance_to_question(cursor, alias, dims, k, *, exact, filtered=False):
-    """The cosine distance of `alias`.embedding to the bound question vector `%(q)s`, as SQL. Approximate: written
-    exactly as the partial HNSW expression index so the planner uses it, with an iterative scan sized for `k`
-    (set for this transaction; bounded by FILTERED_SCAN_TUPLES when a subject filters it); exact, or a dimension
-    with no index: a sequential cosine."""
+# The exact cosine distance of a vector table row (`alias`) to the bound question vector: what every vector read
+# selects and re-ranks by, whichever index found the row.
+EXACT_DISTANCE = "{alias}.embedding <=> %(q)s::vector"
+
+
+def hnsw_kind(table, dims):
+    """'halfvec' where `table`'s HNSW index for `dims` is over half-precision casts (memory 0005, pgvector 0.7+),
+    else 'vector'; asked once per database the process connects to, like table_ready."""
+    settings_dict = connection.settings_dict
+    key = (settings_dict.get("HOST"), settings_dict.get("PORT"), settings_dict.get("NAME"), table, dims)
+    with _storage_lock:
+        if key not in _hnsw_kinds:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT to_regclass(%s) IS NOT NULL",
+                               [f"public.{hnsw_index_name(table, dims, half=True)}"])
+                _hnsw_kinds[key] = "halfvec" if cursor.fetchone()[0] else "vector"
+        return _hnsw_kinds[key]
+
+
+def distance_to_question(cursor, alias, dims, k, *, exact, filtered=False, table="passage_vector"):
+    """The SQL a vector read of `table` (as `alias`) orders by: approximate, the distance to the bound question
+    vector `%(q)s` written exactly as the partial HNSW expression index so the planner uses it (over half-precision
+    casts where the index is), with an iterative scan sized for `k` (set for this transaction; bounded by
+    FILTERED_SCAN_TUPLES when a subject filters it); exact, or a dimension with no index, EXACT_DISTANCE. The read
+    selects EXACT_DISTANCE and re-ranks by it either way."""
     if exact or dims not in INDEXED_DIMENSIONS:
-        return f"{alias}.embedding <=> %(q)s::vector"
+        return EXACT_DISTANCE.format(alias=alias)
     scan_tuples = FILTERED_SCAN_TUPLES if filtered else 20000  # 20000: pgvector's own default
     cursor.execute(f"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
                    f" set_config('hnsw.ef_search', '{max(EF_SEARCH, k)}', true),"
                    f" set_config('hnsw.max_scan_tuples', '{scan_tuples}', true)")
-    return f"{alias}.embedding::vector({dims}) <=> %(q)s::vector({dims})"
+    kind = hnsw_kind(table, dims)
+    return f"{alias}.embedding::{kind}({dims}) <=> %(q)s::{kind}({dims})"
 
 
 def _small_generation(cursor, generation):
@@ -435,6 +458,8 @@ class QuestionEmbedding:
     vector: list | None  # None: the semantic surfaces cannot run for this question
     ms: float = 0.0  # the model's time
     waited_ms: float = 0.0  # how long the request waited for it (the model ran beside the lexical half)
+    # The vector as pgvector's text, written in the pool beside the lexical half: 384 reprs cost ~0.5 ms.
+    literal: str | None = None
 
     def result(self):
         return self  # already done: stands in wherever a PendingEmbedding does
@@ -473,21 +498,24 @@ class PendingEmbedding:
         if self._future is None:
             return QuestionEmbedding(self.generation, None)
         started = time.perf_counter()
-        vector, ms = self._future.result()
-        return QuestionEmbedding(self.generation, vector, ms, (time.perf_counter() - started) * 1000)
+        vector, literal, ms = self._future.result()
+        return QuestionEmbedding(self.generation, vector, ms, (time.perf_counter() - started) * 1000, literal)
 
 
 def _embed_one(embedder, question):
+    """(vector, its literal, model ms), or (None, None, ms) when the question could not be embedded."""
     started = time.perf_counter()
+    literal = None
     try:
         vector = embedder.embed([question])[0]
+        literal = vector_literal(vector)
     except embedders.EmbedderError:
         logger.warning("the question could not be embedded; the semantic surfaces are skipped")
         vector = None
     except Exception:
         logger.exception("the question embedding failed; the semantic surfaces are skipped")
         vector = None
-    return vector, (time.perf_counter() - started) * 1000
+    return vector, literal, (time.perf_counter() - started) * 1000
 
 
 def begin_question_embedding(project, question, subject=None):
@@ -609,7 +637,7 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
         if with_coverage and not semantic:
             # Lexical only (or the model failed after all): the coverage is the lexical half's.
             covered = (reach if reach >= 0 else None) if lexical_behind else None
-        question_literal = vector_literal(question_vector) if semantic else None  # once: 384 reprs cost ~0.5 ms
+        question_literal = embedded.literal
         vector, named_rankings, named_weights = [], [], []
         if semantic:
             vector, used_index = _vector_half(cursor, generation, question_literal, plan, roles=roles)
@@ -620,8 +648,8 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
                 named_plan = _plan_vector_half(cursor, generation, subject=each, candidates=candidates, pool=pool,
                                                approximate=approximate)
                 own_words = lexical.named_embeddings.get(each)
-                own_vector = own_words.result().vector if own_words is not None else None
-                named_literal = question_literal if own_vector is None else vector_literal(own_vector)
+                own_literal = own_words.result().literal if own_words is not None else None
+                named_literal = own_literal or question_literal
                 named_vector, _ = _vector_half(cursor, generation, named_literal, named_plan, roles=roles)
                 named_rankings.append([c for c, _ in named_vector])
                 named_weights.append(VECTOR_WEIGHT)
