@@ -91,9 +91,9 @@ def hnsw_index_name(table, dims, *, half):
 
 
 def hnsw_indexes(table, *, half):
-    """A partial HNSW cosine index per indexed dimension, on the `embedding` of a vector table: over the vectors
-    cast to half precision where pgvector has halfvec (0.7+), else over the vectors as stored (docs/decisions.md,
-    "Half-precision HNSW"). IF NOT EXISTS: an operator may have built one beforehand, CONCURRENTLY."""
+    """A partial HNSW cosine index per indexed dimension, on the `embedding` of a vector table: over its casts to
+    half precision (`half`; pgvector 0.7+) or over the vectors as stored (docs/decisions.md, "Half-precision
+    HNSW"). IF NOT EXISTS: an operator may have built one beforehand, CONCURRENTLY."""
     return "\n".join(hnsw_index(table, d, half=half) + ";" for d in INDEXED_DIMENSIONS)
 
 
