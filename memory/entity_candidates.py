@@ -124,9 +124,9 @@ def evidence_of(cursor, project, entity_ids):
     return out
 
 
-def _nearest(cursor, generation, question_vector, k, *, exact, subject):
+def _nearest(cursor, generation, question_literal, k, *, exact, subject):
     dims = generation.dimensions
-    params = {"g": str(generation.generation_id), "q": vector_literal(question_vector), "k": k}
+    params = {"g": str(generation.generation_id), "q": question_literal, "k": k}
     distance = passages.distance_to_question(cursor, "v", dims, k, exact=exact, table="entity_vector")
     subject_filter = ""
     if subject:
@@ -142,11 +142,12 @@ def _nearest(cursor, generation, question_vector, k, *, exact, subject):
     return sorted(((e, bytes(digest), float(d)) for e, digest, d in cursor.fetchall()), key=lambda r: (r[2], r[0]))
 
 
-def nearest(cursor, *, project, generation, question_vector, limit, candidates=0, subject=None):
-    """[Candidate] best first: the generation's entity vectors nearest the question, dropping any whose entity is
-    gone or whose evidence changed since it was embedded. Approximate (HNSW) when `candidates` > 0."""
+def nearest(cursor, *, project, generation, question_literal, limit, candidates=0, subject=None):
+    """[Candidate] best first: the generation's entity vectors nearest the question (`question_literal`, its vector
+    as passages.vector_literal writes it), dropping any whose entity is gone or whose evidence changed since it was
+    embedded. Approximate (HNSW) when `candidates` > 0."""
     exact = candidates == 0
-    rows = _nearest(cursor, generation, question_vector, candidates or max(limit * 4, MIN_CANDIDATE_POOL),
+    rows = _nearest(cursor, generation, question_literal, candidates or max(limit * 4, MIN_CANDIDATE_POOL),
                     exact=exact, subject=subject)
     live = evidence_of(cursor, project, [row[0] for row in rows])
     found = []
@@ -183,8 +184,9 @@ def search(*, project, question, limit=10, candidates=0):
     except embedders.EmbedderError:
         raise Unavailable("entity_candidates_unavailable", "the question could not be embedded") from None
     with transaction.atomic(), connection.cursor() as cursor:
-        found, approximate = nearest(cursor, project=project, generation=generation, question_vector=question_vector,
-                                     limit=limit, candidates=candidates)
+        found, approximate = nearest(cursor, project=project, generation=generation,
+                                     question_literal=vector_literal(question_vector), limit=limit,
+                                     candidates=candidates)
         target_count, state = build_state(cursor, project, generation)
     return CandidateResult(generation_id=str(generation.generation_id), target_count=target_count, build_state=state,
                            approximate=approximate, candidates=found)

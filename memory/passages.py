@@ -105,12 +105,17 @@ _hnsw_kinds = {}
 _storage_lock = threading.Lock()
 
 
+def _database_key(*parts):
+    """`parts` keyed by the database the connection points at (a test may point it at another server)."""
+    settings_dict = connection.settings_dict
+    return (settings_dict.get("HOST"), settings_dict.get("PORT"), settings_dict.get("NAME"), *parts)
+
+
 def table_ready(table):
     """Whether this database has `table` (the vector tables exist only where pgvector was present when migrations
     ran); asked once per table and database the process connects to (a test may point the connection at a
     server without pgvector)."""
-    settings_dict = connection.settings_dict
-    key = (settings_dict.get("HOST"), settings_dict.get("PORT"), settings_dict.get("NAME"), table)
+    key = _database_key(table)
     with _storage_lock:
         if key not in _storage:
             with connection.cursor() as cursor:
@@ -340,8 +345,7 @@ EXACT_DISTANCE = "{alias}.embedding <=> %(q)s::vector"
 def hnsw_kind(table, dims):
     """'halfvec' where `table`'s HNSW index for `dims` is over half-precision casts (memory 0005, pgvector 0.7+),
     else 'vector'; asked once per database the process connects to, like table_ready."""
-    settings_dict = connection.settings_dict
-    key = (settings_dict.get("HOST"), settings_dict.get("PORT"), settings_dict.get("NAME"), table, dims)
+    key = _database_key(table, dims)
     with _storage_lock:
         if key not in _hnsw_kinds:
             with connection.cursor() as cursor:

@@ -509,7 +509,7 @@ def _semantic_anchors(cursor, project, embedding, subject):
     if embedding.vector is None or not entity_candidates.entity_storage_ready():
         return False, []
     nearest, _ = entity_candidates.nearest(
-        cursor, project=project, generation=embedding.generation, question_vector=embedding.vector,
+        cursor, project=project, generation=embedding.generation, question_literal=embedding.literal,
         limit=MAX_SEMANTIC_ANCHORS, candidates=MAX_SEMANTIC_ANCHORS * 4, subject=subject)
     return True, [{"entity_id": c.entity_id, "name": c.name, "type": c.entity_type,
                    "matched": f"semantic:{c.similarity:.2f}"}
