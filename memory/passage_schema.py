@@ -84,6 +84,10 @@ DROP FUNCTION memoir_passage_sources();
 DROP TABLE passage_source;
 """
 
+# Each data subject's sources in log order: the message after one of theirs (passages.continuation).
+SUBJECT_ORDER_INDEX_NAME = "passage_source_subject_order_idx"
+SUBJECT_ORDER_INDEX = (f"CREATE INDEX IF NOT EXISTS {SUBJECT_ORDER_INDEX_NAME} ON passage_source"
+                       " (scope, data_subject_id, log_offset, ordinal) WHERE data_subject_id IS NOT NULL")
 
 
 def hnsw_index_name(table, dims, *, half):

@@ -64,6 +64,12 @@ MAX_NAMED_SUBJECTS = 2
 # The HNSW candidate list (hnsw.ef_search), at least the k asked for: recall@10 0.982 on real MiniLM vectors
 # against 0.994 at 200, for a third of the cost (docs/decisions.md, "The HNSW candidate list").
 EF_SEARCH = 64
+# A person's next message after the top passage, when it came within this long, follows it in a search ranked
+# over that person's own messages: answers run over turns ("...a concert for my daughter's birthday." / "It was
+# Matt Patterson!") and the second turn rarely shares the question's words (docs/decisions.md, "The top
+# passage's continuation").
+CONTINUATION_WINDOW = "30 minutes"
+CONTINUATION_LOOKAHEAD = 8  # of that person's next messages, the first of the roles asked for
 PREVIEW_BYTES = 1024
 HYDRATE_SPARE = 4  # messages re-read beyond `limit`, for the few a digest or retention check drops
 
@@ -430,6 +436,31 @@ def fuse(*rankings, weights=None):
     return sorted(scores, key=lambda chunk: (-scores[chunk], first.get(chunk, len(first)), chunk))
 
 
+_CONTINUATION = (  # the subject's next few sources (bounded: a long run of other roles is not read through)
+    "SELECT n.chunk_id::text FROM passage_source t"
+    " CROSS JOIN LATERAL (SELECT n.chunk_id, n.occurred_at, n.role, n.log_offset, n.ordinal FROM passage_source n"
+    "  WHERE n.scope = t.scope AND n.data_subject_id = t.data_subject_id"
+    "  AND (n.log_offset, n.ordinal) > (t.log_offset, t.ordinal)"
+    f"  ORDER BY n.log_offset, n.ordinal LIMIT {CONTINUATION_LOOKAHEAD}) n"
+    " WHERE t.scope = %(project)s AND t.chunk_id = %(chunk)s::uuid AND t.data_subject_id IS NOT NULL"
+    " AND (%(roles)s::text[] IS NULL OR n.role = ANY(%(roles)s::text[]))"
+    f" AND n.occurred_at BETWEEN t.occurred_at - interval '{CONTINUATION_WINDOW}'"
+    f" AND t.occurred_at + interval '{CONTINUATION_WINDOW}'"
+    " ORDER BY n.log_offset, n.ordinal LIMIT 1"
+)
+
+
+def continuation(cursor, *, project, chunk, roles=None):
+    """The chunk id of the message its speaker sent next (the first of `roles` among the same data subject's next
+    CONTINUATION_LOOKAHEAD passage sources in log order), when it came within CONTINUATION_WINDOW of `chunk`; None
+    otherwise, or for a message with no subject. `cursor` is a psycopg cursor (the statement is prepared); read
+    through the (scope, subject, offset) btree."""
+    cursor.execute(_CONTINUATION, {"project": project, "chunk": chunk, "roles": list(roles) if roles else None},
+                   prepare=True)
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
 def _hydrate(cursor, project, chunks, generation_id, question_literal):
     """The live rows of `chunks`, dropping any whose message changed or went (digest re-check at read). A message
     the lexical follower has not reached yet has no source row: it is read as its source would be written.
@@ -665,11 +696,17 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
             first = fuse(*named_rankings, weights=named_weights)
             chosen = set(first)
             fused = first + [c for c in fused if c not in chosen]
+        # Ranked over one person's own messages (a subject's, or a named speaker's leading the answer)?
+        own_led = bool(fused) and (data_subject_id is not None or bool(named_rankings and first))
         lexical_weight = {c: w for _, named_lexical in lexical.named for c, _, w in named_lexical}
         lexical_weight.update((c, w) for c, _, w in lexical)
         hits = []
         # Django's connection and this transaction, through a psycopg cursor so the hydration is prepared.
         with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as prepared:
+            if own_led:  # their next message follows the top one
+                following = continuation(prepared, project=project, chunk=fused[0], roles=roles)
+                if following is not None:
+                    fused = [fused[0], following] + [c for c in fused[1:] if c != following]
             # Re-read a few more than asked for; only when changed or expired messages leave the answer short is the
             # next stretch of the fused order read.
             start, stretch = 0, limit + HYDRATE_SPARE

@@ -1,6 +1,6 @@
 """The statements whose planning costs more than their run are prepared on Django's own connection (settings:
-MEMOIR_DB_PREPARED_STATEMENTS): the passage hydration, recall's named-speaker lookup, anchors and walk; no other
-statement is. Django's default (prepare_threshold None) had silently ignored their `prepare=True`."""
+MEMOIR_DB_PREPARED_STATEMENTS): the passage hydration and the top passage's continuation, recall's named-speaker
+lookup, anchors and walk; no other statement is. Django's default (prepare_threshold None) had silently ignored their `prepare=True`."""
 import pytest
 from django.db import connection
 
@@ -15,6 +15,7 @@ CAROLINE = "subject-caroline"
 # A phrase each prepared statement holds and no other statement does.
 PREPARED_KINDS = {
     "hydration": "= ps.content_digest",
+    "continuation": "CROSS JOIN LATERAL (SELECT n.chunk_id",
     "walk": "WITH RECURSIVE walk",
     "anchors": "e.identity_kind = 'named'",
     "named speakers": "'' AS word",
