@@ -689,6 +689,7 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
                 named_rankings.append([c for c, _ in named_vector])
                 named_weights.append(VECTOR_WEIGHT)
         fused = fuse([c for c, _, _ in lexical], [c for c, _ in vector], weights=[1.0, VECTOR_WEIGHT])
+        first = []  # the named people's own messages, when they lead
         if named_rankings:
             # The named people's own messages first, in their rankings' fused order; everyone else's follow only
             # where theirs run out (docs/decisions.md, "Named speakers steer passages"), so the named rankings
@@ -697,7 +698,7 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
             chosen = set(first)
             fused = first + [c for c in fused if c not in chosen]
         # Ranked over one person's own messages (a subject's, or a named speaker's leading the answer)?
-        own_led = bool(fused) and (data_subject_id is not None or bool(named_rankings and first))
+        own_led = bool(fused) and (data_subject_id is not None or bool(first))
         lexical_weight = {c: w for _, named_lexical in lexical.named for c, _, w in named_lexical}
         lexical_weight.update((c, w) for c, _, w in lexical)
         hits = []
