@@ -28,8 +28,9 @@ FOREIGN_KEY_VIOLATION = "23503"  # a message erased while the follower read it: 
 FOLLOW_LOCK = "lexical-follow"
 
 # One statement: the span of the log after `indexed_through` (never past the committed log end, so every offset
-# in it is committed), the sources of its turns, their count deltas and the advanced cursor. A source's message is
-# a deferred foreign key: if erasure deleted the message meanwhile, the commit fails and nothing is kept.
+# in it is committed), the sources of its turns, their count deltas, each speaker's latest turn (passage_speaker) and
+# the advanced cursor. A source's message and a speaker's observation are deferred foreign keys: if erasure deleted
+# either meanwhile, the commit fails and nothing is kept.
 _INDEX_SQL = f"""
 WITH st AS (
   SELECT coalesce((SELECT indexed_through FROM passage_lexical_state WHERE scope = %(p)s), -1) AS done,
@@ -51,6 +52,12 @@ counted AS (
   INSERT INTO passage_lexeme_count (scope, lexeme_key, documents)
   SELECT %(p)s, memoir_lexeme_key(l), count(*)::int
   FROM added a CROSS JOIN LATERAL unnest(tsvector_to_array(a.lexemes)) l GROUP BY 2),
+spoke AS (
+  INSERT INTO passage_speaker AS k (scope, data_subject_id, source_id, log_offset)
+  SELECT DISTINCT ON (s.data_subject_id) %(p)s, s.data_subject_id, s.observation_id, s.log_offset FROM span s
+  WHERE s.kind = 'turn' AND s.data_subject_id IS NOT NULL ORDER BY s.data_subject_id, s.log_offset DESC
+  ON CONFLICT (scope, data_subject_id) DO UPDATE SET source_id = EXCLUDED.source_id, log_offset = EXCLUDED.log_offset
+  WHERE k.log_offset < EXCLUDED.log_offset),
 moved AS (
   INSERT INTO passage_lexical_state AS s (scope, indexed_through, updated_at)
   SELECT %(p)s, max(log_offset), now() FROM span HAVING count(*) > 0

@@ -90,6 +90,31 @@ SUBJECT_ORDER_INDEX = (f"CREATE INDEX IF NOT EXISTS {SUBJECT_ORDER_INDEX_NAME} O
                        " (scope, data_subject_id, log_offset, ordinal) WHERE data_subject_id IS NOT NULL")
 
 
+# The people who speak in a project, one row each, so a question that names one finds them by what their data
+# subject id spells ("caroline" in "c09-caroline") before any fact about them is formed (recall._NAMED_SUBJECTS;
+# docs/decisions.md, "A subject id that spells a name"). Written by the lexical follower with the sources; keyed by
+# the person's latest indexed observation, so erasure and retention reach the row through it (a source-keyed kind).
+SPEAKER_KIND = ("passage_speaker", "passage_speaker", "source_id",
+                "a data subject who speaks in the project, keyed by their latest passage source")
+SPEAKER_SQL = """
+CREATE TABLE passage_speaker (
+  scope varchar(63) NOT NULL,
+  data_subject_id text NOT NULL,
+  source_id uuid NOT NULL,
+  log_offset bigint NOT NULL,
+  PRIMARY KEY (scope, data_subject_id),
+  CONSTRAINT passage_speaker_observation_fk FOREIGN KEY (scope, source_id) REFERENCES observation (scope, observation_id)
+    ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED
+);
+CREATE INDEX passage_speaker_source_idx ON passage_speaker (source_id);
+CREATE INDEX passage_speaker_name_keys_idx ON passage_speaker USING gin (memoir_speaker_name_keys(scope, data_subject_id));
+INSERT INTO passage_speaker (scope, data_subject_id, source_id, log_offset)
+SELECT DISTINCT ON (scope, data_subject_id) scope, data_subject_id, source_id, log_offset FROM passage_source
+WHERE data_subject_id IS NOT NULL ORDER BY scope, data_subject_id, log_offset DESC;
+"""
+SPEAKER_REVERSE = "DROP TABLE IF EXISTS passage_speaker;"
+
+
 def hnsw_index_name(table, dims, *, half):
     return f"{table}_hnsw_{'half_' if half else ''}{dims}"
 

@@ -12,7 +12,7 @@ from core.encoding import format_float32, format_ts
 from core.errors import Invalid
 from core.text import WHITE_SPACE, normalize
 
-from . import entity_candidates, passages
+from . import entity_candidates, lexical_index, passages
 from .evidence import CONTEXT_WINDOW, legible
 from .self_reference import CURRENT_NAME_FACT
 
@@ -197,9 +197,10 @@ def _spelled_by(table, subject, spelling, partial):
 
 # The people a question names, for a recall without a subject: the same two ways, except that a label needs no
 # speaker entity (a person with no formed fact yet still has messages), and a third: a word of the question that
-# a speaker's data subject id spells ("maya" in "c01-maya"; memory migration 0017) or a registered subject's
-# external reference spells (governance migration 0008); a word that more than MAX_NAMED_SUBJECTS of them spell
-# names nobody. Their own messages then lead passages (docs/decisions.md, "Named speakers steer passages").
+# a speaker's data subject id spells ("maya" in "c01-maya": every person with an indexed message, passage_speaker,
+# and every speaker entity) or a registered subject's external reference spells; a word that more than
+# MAX_NAMED_SUBJECTS of them spell names nobody. Their own messages then lead passages (docs/decisions.md, "Named
+# speakers steer passages").
 # Rows: ('', subject) for the first two ways, (word, subject) for the third.
 _NAMED_SUBJECTS = (
     "(SELECT '' AS word, n.subject FROM (SELECT s.speaker_subject_id AS subject" + _SPEAKER_BY_GIVEN_NAME +
@@ -207,9 +208,19 @@ _NAMED_SUBJECTS = (
     " SELECT ds.subject_id::text FROM data_subject ds"
     f" WHERE ds.scope = %(project)s AND ds.label <> '' AND {_LABEL_AS_TERM} = ANY(%(terms)s::text[])"
     " LIMIT %(over)s) n)"
+    " UNION ALL" + _spelled_by("passage_speaker", "t.data_subject_id", "t.data_subject_id", "true") +
     " UNION ALL" + _spelled_by("entity", "t.speaker_subject_id", "t.speaker_subject_id", "t.identity_kind = 'speaker'") +
     " UNION ALL" + _spelled_by("data_subject", "t.subject_id::text", "t.external_reference",
-                               "t.external_reference IS NOT NULL")
+                               "t.external_reference IS NOT NULL") +
+    # The people of the turns the lexical follower has not reached yet (the tail search reads), so a person is
+    # named by their id from their first message on.
+    " UNION ALL"
+    " (SELECT w.word, r.subject FROM (SELECT DISTINCT q.data_subject_id AS subject FROM (SELECT o.data_subject_id, o.kind"
+    "  FROM observation o WHERE o.scope = %(project)s AND o.log_offset > coalesce((SELECT l.indexed_through"
+    "  FROM passage_lexical_state l WHERE l.scope = %(project)s), -1) ORDER BY o.log_offset LIMIT %(tail)s) q"
+    "  WHERE q.kind = 'turn' AND q.data_subject_id IS NOT NULL) r"
+    "  CROSS JOIN LATERAL unnest(memoir_speaker_name_keys(%(project)s, r.subject)) AS k(name_key)"
+    "  JOIN unnest(%(words)s::text[]) AS w(word) ON k.name_key = %(project)s || ' ' || w.word)"
 )
 
 
@@ -221,7 +232,8 @@ def _named_subjects(cursor, project, found):
     # Only words of letters can match a key (the keys are runs of letters), so no other word costs a probe.
     words = sorted({name for name in names if name.isalpha() and len(name) >= 2})
     cursor.execute(_NAMED_SUBJECTS, {"project": project, "terms": names, "words": words,
-                                     "over": passages.MAX_NAMED_SUBJECTS + 1}, prepare=True)
+                                     "over": passages.MAX_NAMED_SUBJECTS + 1, "tail": lexical_index.TAIL_MESSAGES},
+                   prepare=True)
     by_word = {}
     for word, subject in cursor.fetchall():
         by_word.setdefault(word, set()).add(subject)

@@ -41,7 +41,7 @@ UNSTATABLE = {"observe": positive_data_acceptance, "notification.register": posi
 # Every table that holds a project's rows (the credential is left out: last_used_at is a best-effort touch).
 SCOPED_TABLES = (
     "agent_artifact", "agent_storage_policy", "artifact_tombstone", "curated_claim", "data_subject",
-    "embedding_generation", "entity", "entity_vector", "passage_source", "passage_vector", "passage_lexeme_count",
+    "embedding_generation", "entity", "entity_vector", "passage_source", "passage_speaker", "passage_vector", "passage_lexeme_count",
     "passage_lexical_state",
     "entity_name_receipt", "erasure_request", "fact", "fact_evidence", "fact_history", "ingestion_project_usage",
     "formation_rebuild",

@@ -108,7 +108,8 @@ def test_vocabulary_is_seeded():
         cursor.execute("SELECT kind, survives_sharing FROM projection_kind ORDER BY kind")
         assert dict(cursor.fetchall()) == {
             "agent_artifact": False, "entity": True, "entity_vector": False, "fact": True, "fact_history": False, "feedback": False,
-            "passage_source": False, "passage_vector": False, "rejected_claim": True, "segment": False}
+            "passage_source": False, "passage_speaker": False, "passage_vector": False,
+            "rejected_claim": True, "segment": False}
 
 
 def test_rejected_claim_reason_is_closed(new_project):

@@ -37,6 +37,7 @@ PROJECT_COUNTS = {
     "passage_source": "SELECT count(*) FROM passage_source WHERE scope = %s",
     "passage_tsvector": "SELECT count(*) FROM passage_source WHERE scope = %s AND lexemes IS NOT NULL",
     "passage_vector": "SELECT count(*) FROM passage_vector WHERE scope = %s",
+    "passage_speaker": "SELECT count(*) FROM passage_speaker WHERE scope = %s",
     "entity_vector": "SELECT count(*) FROM entity_vector WHERE scope = %s",
     # Keys still counted: a fold leaves one row per key, and a key whose messages all went has none.
     "passage_lexeme_count": "SELECT count(*) FROM (SELECT lexeme_key FROM passage_lexeme_count WHERE scope = %s"
@@ -72,6 +73,7 @@ SUBJECT_COUNTS = {
                      " WHERE d.scope = %(p)s AND d.subject_id::text = %(s)s",
     "passage_source": f"SELECT count(*) FROM passage_source WHERE source_id IN ({_MINE})",
     "passage_vector": f"SELECT count(*) FROM passage_vector WHERE source_id IN ({_MINE})",
+    "passage_speaker": "SELECT count(*) FROM passage_speaker WHERE scope = %(p)s AND data_subject_id = %(s)s",
     "entity_vector": f"SELECT count(*) FROM entity_vector WHERE source_ids && ARRAY({_MINE})",
 }
 

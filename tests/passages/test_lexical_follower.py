@@ -144,6 +144,9 @@ def test_erasure_while_the_follower_indexes_the_subject_keeps_nothing(committed)
         assert outcome["written"] == 1  # the commit that held Ann's sources failed; the rerun wrote Bob's
         assert receipt["clean"] is True and receipt["residual"]["passage_source"] == 0
         assert one("SELECT count(*) FROM passage_source WHERE scope = %s AND data_subject_id = 'ann'", [project])[0] == 0
+        # Nor does the row that named her as a speaker: its observation was erased, so that commit failed too.
+        assert one("SELECT count(*) FROM passage_speaker WHERE scope = %s AND data_subject_id = 'ann'", [project])[0] == 0
+        assert one("SELECT count(*) FROM passage_speaker WHERE scope = %s AND data_subject_id = 'bob'", [project])[0] == 1
         assert _counted(project, "quokkavill") == 0 and _counted(project, "orchard") == 2
         assert _indexed_through(project) == one("SELECT log_offset FROM watermark WHERE scope = %s", [project])[0]
 

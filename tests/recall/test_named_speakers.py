@@ -9,8 +9,9 @@ from django.db import connection
 
 from formation.driver import drain
 from formation.rules_v2 import RulesV2Proposer
+from governance.erasure import erase
 from governance.subjects import register_subject
-from memory import passages, recall
+from memory import lexical_index, passages, recall
 
 from .conftest import observe_turn, post, recall_ok
 
@@ -190,8 +191,55 @@ def test_a_name_a_registered_subjects_reference_spells_steers_without_a_formed_f
     assert subject.id not in json.dumps(bundle) and "example.com" not in json.dumps(bundle)
 
 
+def _entities(project):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM entity WHERE scope = %s", [project])
+        return cursor.fetchone()[0]
+
+
+def _speakers(project):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT data_subject_id FROM passage_speaker WHERE scope = %s ORDER BY 1", [project])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_a_speaker_with_no_formed_fact_is_named_by_their_id_from_their_first_message(project, auth):
+    caroline, other = "c14-caroline", "c14-person-2"
+    observe_turn(project, OWN, subject=caroline)
+    observe_turn(project, MENTIONS, subject=other)
+    # Nothing formed: no speaker entity, no label, no reference; by the words alone the other message leads.
+    assert _entities(project) == 0
+    assert passages.search(project=project, question=CAMPING).hits[0].content == MENTIONS
+    # Not yet indexed, her turn is in the tail, whose speakers are read too.
+    assert _speakers(project) == []
+    assert [p["preview"] for p in _passages(auth, question=CAMPING)["passages"][:2]] == [OWN, MENTIONS]
+    # Indexed, the follower has written who speaks; the tail is empty and her name is found there.
+    lexical_index.follow(project)
+    assert _speakers(project) == [caroline, other]
+    assert [p["preview"] for p in _passages(auth, question=CAMPING)["passages"][:2]] == [OWN, MENTIONS]
+    assert recall_ok(auth, question=CAMPING)["passages"][0]["quote"] == OWN
+    assert caroline not in json.dumps(recall_ok(auth, question=CAMPING))
+
+
+def test_a_speakers_row_follows_their_latest_turn_and_erasure_takes_and_counts_it(project):
+    first = observe_turn(project, OWN, subject="c15-caroline")
+    observe_turn(project, MENTIONS, subject="c15-person-2")
+    lexical_index.follow(project)
+    latest = observe_turn(project, "The camping gear is still in the car.", subject="c15-caroline")
+    lexical_index.follow(project)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT source_id::text FROM passage_speaker WHERE scope = %s AND data_subject_id = %s",
+                       [project, "c15-caroline"])
+        assert cursor.fetchone()[0] == str(latest.id) != str(first.id)
+    receipt = erase(project=project, data_subject_id="c15-caroline", principal="cli", principal_kind="operator")
+    assert receipt["deleted"]["passage_speaker"] == 1 and receipt["residual"]["passage_speaker"] == 0
+    assert receipt["clean"] is True
+    assert _speakers(project) == ["c15-person-2"]
+    assert recall.named_subjects(project=project, question=CAMPING) == []
+
+
 def test_the_named_subjects_statement_reads_names_through_their_indexes_among_thousands(project):
-    """A question's words are looked up through the two GIN indexes, not by computing every subject's names: at the
+    """A question's words are looked up through the three GIN indexes, not by computing every subject's names: at the
     function's default cost the planner chose a LIMITed sequential scan (40 ms a word at 5,000 subjects)."""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -203,12 +251,18 @@ def test_the_named_subjects_statement_reads_names_through_their_indexes_among_th
             "INSERT INTO data_subject (subject_id, scope, external_reference, label, version, updated_by)"
             " SELECT gen_random_uuid(), %s, 'member-' || md5(i::text), '', gen_random_uuid(), 'test'"
             " FROM generate_series(1, 3000) i", [project])
-        cursor.execute("ANALYZE entity")
-        cursor.execute("ANALYZE data_subject")
+        # Their observation key is deferred: checked at the test's end, by which time they are gone.
+        cursor.execute("INSERT INTO passage_speaker (scope, data_subject_id, source_id, log_offset)"
+                       " SELECT %s, 'speaker-' || md5(i::text), gen_random_uuid(), i FROM generate_series(1, 3000) i",
+                       [project])
+        for table in ("entity", "data_subject", "passage_speaker"):
+            cursor.execute(f"ANALYZE {table}")
         cursor.execute("EXPLAIN (FORMAT JSON) " + recall._NAMED_SUBJECTS,
-                       {"project": project, "terms": ["maya"], "words": ["maya", "user"], "over": 3})
+                       {"project": project, "terms": ["maya"], "words": ["maya", "user"], "over": 3, "tail": 512})
         plan = json.dumps(cursor.fetchone()[0])
+        cursor.execute("DELETE FROM passage_speaker WHERE scope = %s", [project])
     assert "entity_speaker_name_keys_idx" in plan and "data_subject_reference_name_keys_idx" in plan
+    assert "passage_speaker_name_keys_idx" in plan
 
 
 def test_the_named_speakers_own_messages_fill_the_answer_before_anyone_elses(project, auth):
