@@ -137,11 +137,11 @@ def projects_behind():
 def read_tail(cursor, *, project, indexed_through, last_offset):
     """The turns after `indexed_through`, whole, at most TAIL_MESSAGES messages and TAIL_BYTES of text of them,
     parsed here as their sources would be: ([(chunk_id, log_offset, ordinal, role, data_subject_id, lexemes as a
-    set)], the offset through which the tail reaches)."""
+    set, occurred_at)], the offset through which the tail reaches)."""
     # One message more than the tail holds says whether the log goes on past it, and where; a message past the
     # byte budget is never parsed.
     cursor.execute(
-        f"SELECT t.log_offset, t.chunk_id::text, t.ordinal, t.role, t.data_subject_id, t.running,"
+        f"SELECT t.log_offset, t.chunk_id::text, t.ordinal, t.role, t.data_subject_id, t.running, m.occurred_at,"
         f" CASE WHEN t.running <= %s THEN tsvector_to_array(to_tsvector('{TS_CONFIG}'::regconfig, m.content)) END"
         " FROM (SELECT o.log_offset, o.data_subject_id, m.chunk_id, m.ordinal, m.role,"
         "  sum(octet_length(m.content)) OVER (ORDER BY o.log_offset, m.ordinal) AS running"
@@ -152,10 +152,10 @@ def read_tail(cursor, *, project, indexed_through, last_offset):
         [TAIL_BYTES, project, indexed_through, last_offset, TAIL_MESSAGES + 1])
     rows = cursor.fetchall()
     reach = last_offset
-    for index, (offset, _, _, _, _, running, _) in enumerate(rows):
+    for index, (offset, _, _, _, _, running, _, _) in enumerate(rows):
         if index == TAIL_MESSAGES or running > TAIL_BYTES:
             reach = offset - 1  # the turn the bound cut into is left whole to the follower
             break
-    tail = [(chunk, offset, ordinal, role, subject, frozenset(lexemes))
-            for offset, chunk, ordinal, role, subject, _, lexemes in rows if offset <= reach]
+    tail = [(chunk, offset, ordinal, role, subject, frozenset(lexemes), occurred_at)
+            for offset, chunk, ordinal, role, subject, _, occurred_at, lexemes in rows if offset <= reach]
     return tail, reach

@@ -8,6 +8,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import psycopg
 from django.db import connection, transaction
@@ -68,8 +69,9 @@ EF_SEARCH = 64
 # over that person's own messages: answers run over turns ("...a concert for my daughter's birthday." / "It was
 # Matt Patterson!") and the second turn rarely shares the question's words (docs/decisions.md, "The top
 # passage's continuation").
-CONTINUATION_WINDOW = "30 minutes"
+CONTINUATION_WINDOW = timedelta(minutes=30)
 CONTINUATION_LOOKAHEAD = 8  # of that person's next messages, the first of the roles asked for
+_WINDOW_SECONDS = int(CONTINUATION_WINDOW.total_seconds())
 PREVIEW_BYTES = 1024
 HYDRATE_SPARE = 4  # messages re-read beyond `limit`, for the few a digest or retention check drops
 
@@ -238,11 +240,12 @@ class Lexical(list):
     when nothing is stored), which search reuses as the coverage's through offset; `reach`: the offset through
     which the lexical half saw every stored message (indexed sources, then the tail the follower has not reached)."""
 
-    def __init__(self, items=(), stored=None, reach=None, indexed=-1):
+    def __init__(self, items=(), stored=None, reach=None, indexed=-1, tail=()):
         super().__init__(items)
         self.stored = stored
         self.reach = reach
         self.indexed = indexed  # the follower's cursor: messages after it have no source (and so no vector) yet
+        self.tail = tail  # lexical_index.read_tail's rows: the turns after the cursor, read for this search
         self.named = []  # [(subject, Lexical over that subject's messages)] for the named speakers
         # {subject: the question in that person's own words, being embedded} for their vector halves
         self.named_embeddings = {}
@@ -301,7 +304,7 @@ def _lexical(cursor, project, question, subject, roles, k):
     found = {chunk: (float(score), float(weight), offset, ordinal)
              for chunk, score, weight, offset, ordinal in cursor.fetchall()}
     wanted_roles = set(roles or ())
-    for chunk, offset, ordinal, role, data_subject, held in tail:
+    for chunk, offset, ordinal, role, data_subject, held, _ in tail:
         if chunk in found or (subject and data_subject != subject) or (wanted_roles and role not in wanted_roles):
             continue
         if not (any(g in held for g in generators) or any(a in held and b in held for a, b in pairs)):
@@ -310,7 +313,7 @@ def _lexical(cursor, project, question, subject, roles, k):
         found[chunk] = (_bm25(weight, len(held)), weight, offset, ordinal)
     ranked = sorted(found.items(), key=lambda item: (-item[1][0], -item[1][2], item[1][3], item[0]))[:k]
     return Lexical(((chunk, score, weight / weight_total) for chunk, (score, weight, _, _) in ranked),
-                   stored=stored, reach=reach, indexed=indexed)
+                   stored=stored, reach=reach, indexed=indexed, tail=tail)
 
 
 def _vector(cursor, generation, question_literal, subject, roles, k, *, exact, distance=None):
@@ -444,21 +447,51 @@ _CONTINUATION = (  # the subject's next few sources (bounded: a long run of othe
     f"  ORDER BY n.log_offset, n.ordinal LIMIT {CONTINUATION_LOOKAHEAD}) n"
     " WHERE t.scope = %(project)s AND t.chunk_id = %(chunk)s::uuid AND t.data_subject_id IS NOT NULL"
     " AND (%(roles)s::text[] IS NULL OR n.role = ANY(%(roles)s::text[]))"
-    f" AND n.occurred_at BETWEEN t.occurred_at - interval '{CONTINUATION_WINDOW}'"
-    f" AND t.occurred_at + interval '{CONTINUATION_WINDOW}'"
+    f" AND n.occurred_at BETWEEN t.occurred_at - interval '{_WINDOW_SECONDS} seconds'"
+    f" AND t.occurred_at + interval '{_WINDOW_SECONDS} seconds'"
     " ORDER BY n.log_offset, n.ordinal LIMIT 1"
+)
+# The same read where the follower has not reached every turn yet: the top passage's place (when it has a source)
+# and its subject's next sources, unfiltered, to be merged with the tail's turns.
+_CONTINUATION_SOURCES = (
+    "SELECT t.log_offset, t.ordinal, t.data_subject_id, t.occurred_at,"
+    " n.log_offset, n.ordinal, n.chunk_id::text, n.role, n.occurred_at FROM passage_source t"
+    " LEFT JOIN LATERAL (SELECT n.chunk_id, n.occurred_at, n.role, n.log_offset, n.ordinal FROM passage_source n"
+    "  WHERE n.scope = t.scope AND n.data_subject_id = t.data_subject_id"
+    "  AND (n.log_offset, n.ordinal) > (t.log_offset, t.ordinal)"
+    f"  ORDER BY n.log_offset, n.ordinal LIMIT {CONTINUATION_LOOKAHEAD}) n ON true"
+    " WHERE t.scope = %(project)s AND t.chunk_id = %(chunk)s::uuid AND t.data_subject_id IS NOT NULL"
 )
 
 
-def continuation(cursor, *, project, chunk, roles=None):
+def continuation(cursor, *, project, chunk, roles=None, tail=()):
     """The chunk id of the message its speaker sent next (the first of `roles` among the same data subject's next
-    CONTINUATION_LOOKAHEAD passage sources in log order), when it came within CONTINUATION_WINDOW of `chunk`; None
+    CONTINUATION_LOOKAHEAD messages in log order), when it came within CONTINUATION_WINDOW of `chunk`; None
     otherwise, or for a message with no subject. `cursor` is a psycopg cursor (the statement is prepared); read
-    through the (scope, subject, offset) btree."""
-    cursor.execute(_CONTINUATION, {"project": project, "chunk": chunk, "roles": list(roles) if roles else None},
-                   prepare=True)
-    row = cursor.fetchone()
-    return row[0] if row else None
+    through the (scope, subject, offset) btree, and from `tail` (lexical_index.read_tail's rows) for the turns the
+    follower has not reached yet, so a continuation is found from the moment it is stored."""
+    if not tail:
+        cursor.execute(_CONTINUATION, {"project": project, "chunk": chunk, "roles": list(roles) if roles else None},
+                       prepare=True)
+        row = cursor.fetchone()
+        return row[0] if row else None
+    cursor.execute(_CONTINUATION_SOURCES, {"project": project, "chunk": chunk}, prepare=True)
+    rows = cursor.fetchall()
+    if rows:
+        offset, ordinal, subject, occurred_at = rows[0][:4]
+        following = [row[4:] for row in rows if row[6] is not None]
+    else:  # the top passage is in the tail itself
+        top = next((row for row in tail if row[0] == chunk), None)
+        if top is None or top[4] is None:
+            return None
+        offset, ordinal, subject, occurred_at = top[1], top[2], top[4], top[6]
+        following = []
+    following += [(row[1], row[2], row[0], row[3], row[6]) for row in tail
+                  if row[4] == subject and (row[1], row[2]) > (offset, ordinal)]
+    for _, _, next_chunk, role, at in sorted(following)[:CONTINUATION_LOOKAHEAD]:
+        if (not roles or role in roles) and abs(at - occurred_at) <= CONTINUATION_WINDOW:
+            return next_chunk
+    return None
 
 
 def _hydrate(cursor, project, chunks, generation_id, question_literal):
@@ -705,7 +738,7 @@ def search(*, project, question, limit=10, candidates=0, data_subject_id=None, r
         # Django's connection and this transaction, through a psycopg cursor so the hydration is prepared.
         with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as prepared:
             if own_led:  # their next message follows the top one
-                following = continuation(prepared, project=project, chunk=fused[0], roles=roles)
+                following = continuation(prepared, project=project, chunk=fused[0], roles=roles, tail=lexical.tail)
                 if following is not None:
                     fused = [fused[0], following] + [c for c in fused[1:] if c != following]
             # Re-read a few more than asked for; only when changed or expired messages leave the answer short is the

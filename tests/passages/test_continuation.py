@@ -20,14 +20,18 @@ NEARER = ["The concert tickets were cheap.", "My daughter loves a concert.", "A 
           "The birthday was loud.", "Concert season starts soon."]
 
 
-def _conversation(project, *, answer_after=timedelta(seconds=2), answer_role="user"):
-    """ann's topic message, bob's question, ann's answer, then ann's other messages, an hour apart."""
+def _conversation(project, *, answer_after=timedelta(seconds=2), answer_role="user", indexed="all"):
+    """ann's topic message, bob's question, ann's answer, then ann's other messages, an hour apart. `indexed`: what
+    the lexical follower has reached ("all", "top": ann's topic message alone, "none")."""
     observe_turn(project, TOP, subject="ann", occurred_at=START)
+    if indexed == "top":
+        lexical_index.follow(project)
     observe_turn(project, "Oh nice, who played?", subject="bob", occurred_at=START + timedelta(seconds=1))
     observe_turn(project, ANSWER, subject="ann", role=answer_role, occurred_at=START + answer_after)
     for n, text in enumerate(NEARER, start=1):
         observe_turn(project, text, subject="ann", occurred_at=START + timedelta(hours=n))
-    lexical_index.follow(project)
+    if indexed == "all":
+        lexical_index.follow(project)
 
 
 def _contents(found):
@@ -85,3 +89,35 @@ def test_the_continuation_is_read_through_the_subject_order_index(project):
                                                              "chunk": "00000000-0000-0000-0000-000000000000"})
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "passage_source_subject_order_idx" in plan, plan
+
+
+@pytest.mark.parametrize("indexed", ["none", "top"])
+def test_a_continuation_the_follower_has_not_reached_yet_follows_too(project, indexed):
+    """Right after the turns are stored (the tail search reads), the same rule holds."""
+    _conversation(project, indexed=indexed)
+    assert _indexed_through(project) == (0 if indexed == "top" else -1)
+    found = passages.search(project=project, question=QUESTION, data_subject_id="ann")
+    assert _contents(found)[:2] == [TOP, ANSWER]
+
+
+@pytest.mark.parametrize("indexed", ["none", "top"])
+def test_only_a_message_of_the_roles_asked_for_follows_before_the_follower_reaches_it(project, indexed):
+    _conversation(project, answer_role="assistant", indexed=indexed)
+    found = passages.search(project=project, question=QUESTION, data_subject_id="ann", roles=["user"])
+    assert _contents(found)[0] == TOP and ANSWER not in _contents(found)
+    anyone = passages.search(project=project, question=QUESTION, data_subject_id="ann")
+    assert _contents(anyone)[:2] == [TOP, ANSWER]
+
+
+@pytest.mark.parametrize("indexed", ["none", "top"])
+def test_a_later_message_the_follower_has_not_reached_is_no_continuation(project, indexed):
+    _conversation(project, answer_after=timedelta(hours=1, minutes=30), indexed=indexed)
+    found = passages.search(project=project, question=QUESTION, data_subject_id="ann")
+    assert _contents(found)[0] == TOP and ANSWER not in _contents(found)
+
+
+def _indexed_through(project):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce((SELECT indexed_through FROM passage_lexical_state WHERE scope = %s), -1)",
+                       [project])
+        return cursor.fetchone()[0]

@@ -15,7 +15,7 @@ CAROLINE = "subject-caroline"
 # A phrase each prepared statement holds and no other statement does.
 PREPARED_KINDS = {
     "hydration": "= ps.content_digest",
-    "continuation": "CROSS JOIN LATERAL (SELECT n.chunk_id",
+    "continuation": "n.data_subject_id = t.data_subject_id",  # either read: sources alone, or with the tail
     "walk": "WITH RECURSIVE walk",
     "anchors": "e.identity_kind = 'named'",
     "named speakers": "'' AS word",
