@@ -213,7 +213,7 @@ def test_a_speaker_with_no_formed_fact_is_named_by_their_id_from_their_first_mes
     # Not yet indexed, her turn is in the tail, whose speakers are read too.
     assert _speakers(project) == []
     assert [p["preview"] for p in _passages(auth, question=CAMPING)["passages"][:2]] == [OWN, MENTIONS]
-    # Indexed, the follower has written who speaks; the tail is empty and her name is found there.
+    # Indexed, the follower has written who speaks and the tail is empty: her name is found in passage_speaker.
     lexical_index.follow(project)
     assert _speakers(project) == [caroline, other]
     assert [p["preview"] for p in _passages(auth, question=CAMPING)["passages"][:2]] == [OWN, MENTIONS]
