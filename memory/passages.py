@@ -439,13 +439,16 @@ def fuse(*rankings, weights=None):
     return sorted(scores, key=lambda chunk: (-scores[chunk], first.get(chunk, len(first)), chunk))
 
 
-_CONTINUATION = (  # the subject's next few sources (bounded: a long run of other roles is not read through)
-    "SELECT n.chunk_id::text FROM passage_source t"
-    " CROSS JOIN LATERAL (SELECT n.chunk_id, n.occurred_at, n.role, n.log_offset, n.ordinal FROM passage_source n"
+# The top passage `t` and its subject's next few sources `n` (bounded: a long run of other roles is not read through).
+_NEXT_SOURCES = (
+    " JOIN LATERAL (SELECT n.chunk_id, n.occurred_at, n.role, n.log_offset, n.ordinal FROM passage_source n"
     "  WHERE n.scope = t.scope AND n.data_subject_id = t.data_subject_id"
     "  AND (n.log_offset, n.ordinal) > (t.log_offset, t.ordinal)"
     f"  ORDER BY n.log_offset, n.ordinal LIMIT {CONTINUATION_LOOKAHEAD}) n"
-    " WHERE t.scope = %(project)s AND t.chunk_id = %(chunk)s::uuid AND t.data_subject_id IS NOT NULL"
+)
+_TOP_SOURCE = " WHERE t.scope = %(project)s AND t.chunk_id = %(chunk)s::uuid AND t.data_subject_id IS NOT NULL"
+_CONTINUATION = (
+    "SELECT n.chunk_id::text FROM passage_source t CROSS" + _NEXT_SOURCES + _TOP_SOURCE +
     " AND (%(roles)s::text[] IS NULL OR n.role = ANY(%(roles)s::text[]))"
     f" AND n.occurred_at BETWEEN t.occurred_at - interval '{_WINDOW_SECONDS} seconds'"
     f" AND t.occurred_at + interval '{_WINDOW_SECONDS} seconds'"
@@ -455,12 +458,8 @@ _CONTINUATION = (  # the subject's next few sources (bounded: a long run of othe
 # and its subject's next sources, unfiltered, to be merged with the tail's turns.
 _CONTINUATION_SOURCES = (
     "SELECT t.log_offset, t.ordinal, t.data_subject_id, t.occurred_at,"
-    " n.log_offset, n.ordinal, n.chunk_id::text, n.role, n.occurred_at FROM passage_source t"
-    " LEFT JOIN LATERAL (SELECT n.chunk_id, n.occurred_at, n.role, n.log_offset, n.ordinal FROM passage_source n"
-    "  WHERE n.scope = t.scope AND n.data_subject_id = t.data_subject_id"
-    "  AND (n.log_offset, n.ordinal) > (t.log_offset, t.ordinal)"
-    f"  ORDER BY n.log_offset, n.ordinal LIMIT {CONTINUATION_LOOKAHEAD}) n ON true"
-    " WHERE t.scope = %(project)s AND t.chunk_id = %(chunk)s::uuid AND t.data_subject_id IS NOT NULL"
+    " n.log_offset, n.ordinal, n.chunk_id::text, n.role, n.occurred_at FROM passage_source t LEFT" + _NEXT_SOURCES +
+    " ON true" + _TOP_SOURCE
 )
 
 
