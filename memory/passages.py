@@ -483,10 +483,12 @@ def continuation(cursor, *, project, chunk, roles=None, tail=()):
         top = next((row for row in tail if row[0] == chunk), None)
         if top is None or top[4] is None:
             return None
-        offset, ordinal, subject, occurred_at = top[1], top[2], top[4], top[6]
+        _, offset, ordinal, _, subject, _, occurred_at = top
         following = []
-    following += [(row[1], row[2], row[0], row[3], row[6]) for row in tail
-                  if row[4] == subject and (row[1], row[2]) > (offset, ordinal)]
+    # Tail rows: (chunk, offset, ordinal, role, subject, lexemes, occurred_at), put in the sources' column order.
+    following += [(t_offset, t_ordinal, t_chunk, t_role, t_at)
+                  for t_chunk, t_offset, t_ordinal, t_role, t_subject, _, t_at in tail
+                  if t_subject == subject and (t_offset, t_ordinal) > (offset, ordinal)]
     for _, _, next_chunk, role, at in sorted(following)[:CONTINUATION_LOOKAHEAD]:
         if (not roles or role in roles) and abs(at - occurred_at) <= CONTINUATION_WINDOW:
             return next_chunk
