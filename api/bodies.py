@@ -17,8 +17,8 @@ def when():
     return serializers.DateTimeField()
 
 
-def flag():
-    return serializers.BooleanField()
+def flag(**kwargs):
+    return serializers.BooleanField(**kwargs)
 
 
 def number():

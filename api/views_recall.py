@@ -58,7 +58,11 @@ Report = answer("Report", {
 # The message a passage is and how near the question it came.
 _MESSAGE_HIT = {"chunk_id": uuid(), "source_id": uuid(), "ordinal": count(), "role": choice(ROLES),
                 "similarity": number(), "occurred_at": when()}
-RecallPassage = answer("RecallPassage", {**_MESSAGE_HIT, "quote": text(), "complete": flag()})
+RecallPassage = answer("RecallPassage", {
+    **_MESSAGE_HIT,
+    "quote": text(help_text="verbatim, at most 512 characters: the whole message, or the window of it that holds the"
+                            " most of the question's words (its start when none)"),
+    "complete": flag(help_text="the quote is the whole message")})
 Reach = answer("Reach", {"terms": count(), "anchored": count(), "named_nothing_known": flag(),
                          "facts_per_anchor": counts()})
 # A nested body with plain fields after it is made here rather than by answer(), so it keeps its place among

@@ -12,7 +12,7 @@ from core.encoding import format_float32, format_ts
 from core.errors import Invalid
 from core.text import WHITE_SPACE, normalize
 
-from . import entity_candidates, lexical_index, passages
+from . import entity_candidates, lexical_index, passages, relevance
 from .evidence import CONTEXT_WINDOW, legible
 from .self_reference import CURRENT_NAME_FACT
 
@@ -36,12 +36,6 @@ MAX_QUOTE_CHARS = 512
 # When facts and passages are both selected and passages were found, facts leave up to this many characters
 # (and at most a quarter of the budget) for them, so a subject's many facts cannot crowd the answer out.
 PASSAGE_RESERVE = 4000
-# Words that say nothing about which fact a question is after (speaker-anchor relevance, docs/decisions.md).
-_RELEVANCE_STOP = frozenset(
-    "the a an and or but of to in on at for with about from by is are was were be been being do does did have has"
-    " had what which who whom whose when where why how i me my mine we our you your he she it they them their his"
-    " her its this that these those there here not no yes can could would should will shall may might must any"
-    " some all am".split())
 
 
 @dataclass(frozen=True)
@@ -511,8 +505,8 @@ def recall(*, project, question, applied, data_subject_id=None, as_of=None, as_k
                 waited += found_passages.question_embedding_wait_ms
             timings.update({"embed": done.ms, "embed-wait": waited})
     rows = _speaker_by_relevance(rows[:MAX_ROWS], anchors, question) + rows[MAX_ROWS:]
-    return _compose(applied, found, anchors, rows, capped, subject, names, found_passages, exact=exact,
-                    semantic_ran=semantic_ran)
+    return _compose(applied, found, anchors, rows, capped, subject, names, found_passages,
+                    question=question, exact=exact, semantic_ran=semantic_ran)
 
 
 def _semantic_anchors(cursor, project, embedding, subject):
@@ -528,13 +522,6 @@ def _semantic_anchors(cursor, project, embedding, subject):
                   for c in nearest if c.similarity >= MIN_SEMANTIC_SIMILARITY]
 
 
-def _relevance_terms(text):
-    """Lower-cased word prefixes (5 letters) of the content words of `text`: a crude stem that lets "moved"
-    meet "moving" without a dictionary."""
-    words = "".join(ch.lower() if ch.isalnum() else " " for ch in text).split()
-    return {w[:5] for w in words if len(w) >= 3 and w not in _RELEVANCE_STOP}
-
-
 def _speaker_by_relevance(rows, anchors, question):
     """Facts reached only through the speaker anchor, ordered by how many of the question's content words they
     share (predicate, object, statement, quote), then newest validity first, then fact id; exact-anchor facts
@@ -542,31 +529,34 @@ def _speaker_by_relevance(rows, anchors, question):
     speakers = {a["entity_id"] for a in anchors if a["matched"] == "speaker"}
     if not speakers:
         return rows
-    asked = _relevance_terms(question)
+    asked = relevance.terms(question)
     exact = [row for row in rows if row[2] not in speakers]
     spoken = [row for row in rows if row[2] in speakers]
 
     def key(row):
         text = " ".join(str(part) for part in (row[3].replace("_", " "), row[10], row[4], row[15] or ""))
-        overlap = len(asked & _relevance_terms(text))
+        overlap = len(asked & relevance.terms(text))
         valid_from = row[7].timestamp() if row[7] is not None else 0.0
         return (-overlap, -valid_from, row[0])
 
     return exact + sorted(spoken, key=key)
 
 
-def _passage_items(found):
+def _passage_items(found, question):
+    """Each hit's quote: the whole message when it fits, else the window of it that holds most of the question's
+    words (relevance.quote_window); `complete` says whether the quote is the whole message."""
+    asked = relevance.terms(question)
     items = []
     for hit in found.hits[:MAX_RECALL_PASSAGES]:
-        quote = hit.content[:MAX_QUOTE_CHARS]
+        quote = relevance.quote_window(hit.content, asked, MAX_QUOTE_CHARS)
         items.append({"chunk_id": hit.chunk_id, "source_id": hit.source_id, "ordinal": hit.ordinal, "role": hit.role,
                       "quote": quote, "similarity": hit.similarity, "occurred_at": format_ts(hit.occurred_at),
                       "complete": len(quote) == len(hit.content)})
     return items
 
 
-def _compose(applied, found, anchors, rows, capped, subject, names, found_passages=None, *, exact=None,
-             semantic_ran=False):
+def _compose(applied, found, anchors, rows, capped, subject, names, found_passages=None, *, question,
+             exact=None, semantic_ran=False):
     bundle = _empty_bundle(applied, len(found))
     degraded = bundle["degraded"]
 
@@ -576,7 +566,7 @@ def _compose(applied, found, anchors, rows, capped, subject, names, found_passag
 
     exact = len(anchors) if exact is None else exact
     spent = 0
-    passage_items = _passage_items(found_passages) if found_passages is not None else []
+    passage_items = _passage_items(found_passages, question) if found_passages is not None else []
     reserve = 0
     if passage_items and "facts" in applied.surfaces:
         wanted = sum(len(item["quote"]) + len(item["role"]) for item in passage_items)
