@@ -2,7 +2,8 @@
 own turn through the HTTP API into a fresh project, waits for formation and passage coverage, then prints
 hit@1/5/10 per method (recall with/without subject, passages search, BM25 alone, MiniLM vectors alone).
 Run: `.venv/bin/python bench/retrieval.py` (or `make bench`); `--baselines-only` skips the server; `--locomo FILE`
-measures a LoCoMo-format file of real conversations instead (not shipped here: README, "Retrieval quality")."""
+measures a LoCoMo-format file of real conversations instead (not shipped here: README, "Retrieval quality");
+`--project-each` gives each conversation a project of its own instead of one for all."""
 import argparse
 import json
 import logging
@@ -239,7 +240,58 @@ def load_and_wait(client, data, subject_of=None):
     return observation_of, fresh, wait_passages(client, fresh["stored"], deadline)
 
 
-def run_server(data):
+def load_and_measure(web, data, timings):
+    """One fresh project holding `data`: every message observed, formation and passage coverage awaited, then the
+    server's four methods asked every question. `timings` adds up over projects."""
+    import httpx
+
+    from governance import services
+
+    project = "retrieval_" + uuid.uuid4().hex[:10]
+    services.create_project(name=project, principal="cli")
+    _, token = services.issue_credential(project=project, name="retrieval-bench", principal="cli")
+    with httpx.Client(base_url=web.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        started = time.perf_counter()
+        observation_of = load_set_through_api(client, data)
+        spent(timings, "observe (one turn per message)", started)
+        deadline = time.monotonic() + WAIT_SECONDS
+        step = time.perf_counter()
+        fresh = wait_formed(client, deadline)
+        spent(timings, "then formed", step)
+        step = time.perf_counter()
+        coverage = wait_passages(client, fresh["stored"], deadline)
+        spent(timings, "then passages covered", step)
+        print(f"  project {project}: {len(observation_of)} turns stored through offset {fresh['stored']},"
+              f" formed {fresh['formed']}, parked {fresh['parked']}")
+        print("  passages: " + ("unavailable (503)" if coverage is None else
+                                f"covered_through_offset {coverage.get('covered_through_offset')},"
+                                f" build_state {coverage.get('build_state')!r},"
+                                f" approximate {coverage.get('approximate')}"))
+        queried = time.perf_counter()
+        ranked = server_methods(client, data, observation_of, coverage)
+        spent(timings, "queries", queried)
+    return ranked
+
+
+def spent(timings, step, since):
+    timings[step] = timings.get(step, 0.0) + time.perf_counter() - since
+
+
+def merged(parts):
+    """Per-project rankings as one: each method's questions gathered; a method unavailable anywhere is unavailable."""
+    ranked = {}
+    for part in parts:
+        for label, per_question in part.items():
+            if isinstance(per_question, Unavailable) or isinstance(ranked.get(label), Unavailable):
+                ranked[label] = Unavailable()
+            else:
+                ranked.setdefault(label, {}).update(per_question)
+    return ranked
+
+
+def run_server(data, project_each=False):
+    """All conversations in one project (and again in a labelled one), or with `project_each` each conversation in a
+    project of its own, as a deployment that gives every user pair its own project would hold them."""
     ensure_bench_database()
     setup_django()
     import httpx
@@ -247,9 +299,6 @@ def run_server(data):
     from governance import services
     from tests.support.processes import CeleryWorker, RedisProcess, WebServer
 
-    project = "retrieval_" + uuid.uuid4().hex[:10]
-    services.create_project(name=project, principal="cli")
-    _, token = services.issue_credential(project=project, name="retrieval-bench", principal="cli")
     redis = RedisProcess().start()
     env = dict(os.environ, DATABASE_URL=bench_url(), REDIS_URL=redis.url, DJANGO_SETTINGS_MODULE="config.settings.local",
                MEMOIR_EXTRACTOR=os.environ.get("MEMOIR_EXTRACTOR", "rules"), MEMOIR_FORMATION_INTERVAL="1",
@@ -258,27 +307,14 @@ def run_server(data):
     worker = CeleryWorker(env, concurrency=1, beat=True).start()
     timings = {}
     try:
-        with httpx.Client(base_url=web.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
-            started = time.perf_counter()
-            observation_of = load_set_through_api(client, data)
-            timings["observe (one turn per message)"] = time.perf_counter() - started
-            deadline = time.monotonic() + WAIT_SECONDS
-            step = time.perf_counter()
-            fresh = wait_formed(client, deadline)
-            timings["then formed"] = time.perf_counter() - step
-            step = time.perf_counter()
-            coverage = wait_passages(client, fresh["stored"], deadline)
-            timings["then passages covered"] = time.perf_counter() - step
-            print(f"  project {project}: {len(observation_of)} turns stored through offset {fresh['stored']},"
-                  f" formed {fresh['formed']}, parked {fresh['parked']}")
-            print("  passages: " + ("unavailable (503)" if coverage is None else
-                                    f"covered_through_offset {coverage.get('covered_through_offset')},"
-                                    f" build_state {coverage.get('build_state')!r},"
-                                    f" approximate {coverage.get('approximate')}"))
-            queried = time.perf_counter()
-            ranked = server_methods(client, data, observation_of, coverage)
-            queries = len(data["questions"]) * (2 if coverage is None else 4)
-            timings[f"{queries} queries"] = time.perf_counter() - queried
+        if project_each:
+            parts = []
+            for conversation in data["conversations"]:
+                part = {"conversations": [conversation],
+                        "questions": [q for q in data["questions"] if q["conversation"] == conversation["id"]]}
+                parts.append(load_and_measure(web, part, timings))
+            return merged(parts), timings
+        ranked = load_and_measure(web, data, timings)
         # The same set again in a project of its own whose subjects carry the speakers' first names as labels.
         labelled = "retrieval_labels_" + uuid.uuid4().hex[:10]
         services.create_project(name=labelled, principal="cli")
@@ -376,6 +412,8 @@ def main(argv=None):
     parser.add_argument("--locomo", metavar="FILE", help="a LoCoMo-format file (a list of samples with qa and"
                         " conversation) to measure instead of the labelled set")
     parser.add_argument("--samples", type=int, help="with --locomo: only the first N samples")
+    parser.add_argument("--project-each", action="store_true", help="each conversation in a project of its own"
+                        " (no labelled run); by default all share one project, so a first name may name several")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.locomo:
@@ -387,7 +425,7 @@ def main(argv=None):
           f" {len(data['questions'])} questions, {os.cpu_count()} cores", flush=True)
     ranked, timings = {}, {}
     if not args.baselines_only:
-        server_ranked, timings = run_server(data)
+        server_ranked, timings = run_server(data, project_each=args.project_each)
         ranked.update(server_ranked)
     base_ranked, base_timings = baselines(data)
     ranked.update(base_ranked)
