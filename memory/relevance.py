@@ -50,7 +50,7 @@ def quote_window(text, asked, limit):
     `limit` characters when no stem occurs or none beats the start. Deterministic for the same text and stems."""
     if len(text) <= limit:
         return text
-    matches = [(m.start(), m.end(), stem) for m in _WORD.finditer(text) if (stem := _stem(m.group().lower())) in asked]
+    matches = [(start, end, stem) for start, end, word in _words(text) if (stem := _stem(word)) in asked]
     if not matches:
         return text[:limit]
     sentence_starts = [m.end() for m in _SENTENCE_END.finditer(text)]
