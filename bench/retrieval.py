@@ -233,11 +233,35 @@ def labelled_recall(client, data, observation_of):
 LABELLED = "recall (no subject, labels)"
 
 
-def load_and_wait(client, data, subject_of=None):
+def load_and_wait(client, data, subject_of=None, timings=None):
+    """(observation ids, freshness, passage coverage) once `data` is observed, formed and covered; each step's
+    seconds are added to `timings` when given."""
+    timings = {} if timings is None else timings
+    started = time.perf_counter()
     observation_of = load_set_through_api(client, data, subject_of)
+    spent(timings, "observe (one turn per message)", started)
     deadline = time.monotonic() + WAIT_SECONDS
+    step = time.perf_counter()
     fresh = wait_formed(client, deadline)
-    return observation_of, fresh, wait_passages(client, fresh["stored"], deadline)
+    spent(timings, "then formed", step)
+    step = time.perf_counter()
+    coverage = wait_passages(client, fresh["stored"], deadline)
+    spent(timings, "then passages covered", step)
+    return observation_of, fresh, coverage
+
+
+def spent(timings, step, since):
+    timings[step] = timings.get(step, 0.0) + time.perf_counter() - since
+
+
+def fresh_project(prefix):
+    """A new project and a read-write token for it."""
+    from governance import services
+
+    project = prefix + uuid.uuid4().hex[:10]
+    services.create_project(name=project, principal="cli")
+    _, token = services.issue_credential(project=project, name="retrieval-bench", principal="cli")
+    return project, token
 
 
 def load_and_measure(web, data, timings):
@@ -245,22 +269,9 @@ def load_and_measure(web, data, timings):
     server's four methods asked every question. `timings` adds up over projects."""
     import httpx
 
-    from governance import services
-
-    project = "retrieval_" + uuid.uuid4().hex[:10]
-    services.create_project(name=project, principal="cli")
-    _, token = services.issue_credential(project=project, name="retrieval-bench", principal="cli")
+    project, token = fresh_project("retrieval_")
     with httpx.Client(base_url=web.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
-        started = time.perf_counter()
-        observation_of = load_set_through_api(client, data)
-        spent(timings, "observe (one turn per message)", started)
-        deadline = time.monotonic() + WAIT_SECONDS
-        step = time.perf_counter()
-        fresh = wait_formed(client, deadline)
-        spent(timings, "then formed", step)
-        step = time.perf_counter()
-        coverage = wait_passages(client, fresh["stored"], deadline)
-        spent(timings, "then passages covered", step)
+        observation_of, fresh, coverage = load_and_wait(client, data, timings=timings)
         print(f"  project {project}: {len(observation_of)} turns stored through offset {fresh['stored']},"
               f" formed {fresh['formed']}, parked {fresh['parked']}")
         print("  passages: " + ("unavailable (503)" if coverage is None else
@@ -271,10 +282,6 @@ def load_and_measure(web, data, timings):
         ranked = server_methods(client, data, observation_of, coverage)
         spent(timings, "queries", queried)
     return ranked
-
-
-def spent(timings, step, since):
-    timings[step] = timings.get(step, 0.0) + time.perf_counter() - since
 
 
 def merged(parts):
@@ -296,7 +303,6 @@ def run_server(data, project_each=False):
     setup_django()
     import httpx
 
-    from governance import services
     from tests.support.processes import CeleryWorker, RedisProcess, WebServer
 
     redis = RedisProcess().start()
@@ -316,9 +322,7 @@ def run_server(data, project_each=False):
             return merged(parts), timings
         ranked = load_and_measure(web, data, timings)
         # The same set again in a project of its own whose subjects carry the speakers' first names as labels.
-        labelled = "retrieval_labels_" + uuid.uuid4().hex[:10]
-        services.create_project(name=labelled, principal="cli")
-        _, labelled_token = services.issue_credential(project=labelled, name="retrieval-bench", principal="cli")
+        _, labelled_token = fresh_project("retrieval_labels_")
         with httpx.Client(base_url=web.url, headers={"Authorization": f"Bearer {labelled_token}"},
                           timeout=60) as client:
             step = time.perf_counter()
